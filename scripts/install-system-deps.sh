@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite drives for real. Idempotent and quiet when
+# everything is present; needs root (as on the project's machines) and does nothing otherwise.
+set -euo pipefail
+packages=(podman buildah runc fuse-overlayfs uidmap slirp4netns debootstrap chromium)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "install-system-deps: not root; missing ${missing[*]} (tests that need them will be skipped)" >&2
+  exit 0
+fi
+echo "install-system-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
