@@ -1,0 +1,19 @@
+"""The Triton integration: runners, their models, and tritonserver processes."""
+
+from __future__ import annotations
+
+from runnerkit.triton._model import Model
+from runnerkit.triton._model_config import ModelSpec, TensorSpec
+from runnerkit.triton._result import InferResult
+from runnerkit.triton._runner import Runner
+from runnerkit.triton._server_binary import TritonServerBinary, locate_tritonserver
+
+__all__ = [
+    "InferResult",
+    "Model",
+    "ModelSpec",
+    "Runner",
+    "TensorSpec",
+    "TritonServerBinary",
+    "locate_tritonserver",
+]

@@ -1,0 +1,478 @@
+"""The Triton runner: owns (or attaches to) a tritonserver and exposes its models as attributes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from runnerkit._settings import env_flag
+from runnerkit.exceptions import (
+    ModelNotFoundError,
+    RunnerNotStartedError,
+    TritonError,
+    TritonUnavailableError,
+)
+from runnerkit.triton._client import PROTOCOLS, TritonClient, make_client
+from runnerkit.triton._fallback import build_shadow_repository, plan_fallback
+from runnerkit.triton._loop_thread import LoopThread
+from runnerkit.triton._model import Model
+from runnerkit.triton._model_config import ModelSpec
+from runnerkit.triton._repository import ModelRepository, RepositoryModel, open_repository
+from runnerkit.triton._server import OWNED_OPTIONS, ServerAddresses, TritonServerProcess
+from runnerkit.triton._server_binary import locate_tritonserver
+from runnerkit.triton._validation import InputValidator
+
+logger = logging.getLogger("runnerkit.triton")
+T = TypeVar("T")
+
+ENV_USE_HTTP = "RUNNERKIT_USE_HTTP_TRITONSERVER"
+DEFAULT_STARTUP_TIMEOUT = 120.0
+DEFAULT_REQUEST_TIMEOUT = 60.0
+
+
+def split_owned_options(cli_args: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Split tritonserver arguments into those runnerkit lets through and those it owns."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    for arg in cli_args:
+        key = arg.lstrip("-").split("=", 1)[0]
+        (dropped if key in OWNED_OPTIONS else kept).append(arg)
+    return kept, dropped
+
+
+class Runner:
+    """`Runner("triton_runner", model_repository="./model_repository")`.
+
+    Every model of the repository is an attribute with `run` and `async_run`. Use it inside a
+    Service (which starts and stops it), or standalone with `with runner:` / `async with runner:`.
+    Pass `url="host:port"` to attach to a tritonserver that is already running instead.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model_repository: str | os.PathLike[str] | None = None,
+        *,
+        url: str | None = None,
+        tritonserver_type: str | None = None,
+        cli_args: Iterable[str] = (),
+        tritonserver_path: str | os.PathLike[str] | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+    ) -> None:
+        if not name.isidentifier():
+            raise ValueError(f"runner name must be a Python identifier, got {name!r}")
+        if model_repository is None and url is None:
+            raise ValueError(
+                f"runner {name!r}: give model_repository= (runnerkit launches tritonserver) "
+                "or url= (attach to a running one)"
+            )
+        protocol = tritonserver_type or ("http" if env_flag(ENV_USE_HTTP) else "grpc")
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"tritonserver_type must be one of {PROTOCOLS}, got {protocol!r}")
+        self.name = name
+        self.tritonserver_type = protocol
+        self.model_repository = None if model_repository is None else os.fspath(model_repository)
+        self.cli_args: tuple[str, ...] = tuple(cli_args)  # a copy: the caller's list is never touched
+        self.url = url
+        self.tritonserver_path = tritonserver_path
+        self.startup_timeout = startup_timeout
+        self.timeout = timeout
+        self._repository: ModelRepository | None = (
+            None if model_repository is None else open_repository(model_repository)
+        )
+        self._repository_models: dict[str, RepositoryModel] | None = None
+        self._server: TritonServerProcess | None = None
+        self._shadow_dir: Path | None = None
+        self._addresses: dict[str, str] = {}
+        self._started = False
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TritonClient] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._last_client: tuple[asyncio.AbstractEventLoop | None, TritonClient | None] = (
+            None,
+            None,
+        )
+        self._sync_loop: LoopThread | None = None
+        self._server_models: tuple[str, ...] = ()
+        self._validators: dict[str, InputValidator] = {}
+        self._handles: dict[str, Model] = {}
+
+    # -- models as attributes ---------------------------------------------------------------
+
+    @property
+    def repository_models(self) -> Mapping[str, RepositoryModel]:
+        """The models of the repository, read once (without a server)."""
+        if self._repository_models is None:
+            self._repository_models = {} if self._repository is None else self._repository.list_models()
+        return self._repository_models
+
+    @property
+    def model_names(self) -> list[str]:
+        return sorted(set(self.repository_models) | set(self._server_models))
+
+    def __getattr__(self, name: str) -> Model:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        handle = self._handles.get(name)
+        if handle is not None:
+            return handle
+        names = self.model_names
+        if name not in names:
+            where = self.model_repository or self.url
+            hint = "" if names or self._started else " (attached runners learn their models on start)"
+            raise ModelNotFoundError(
+                f"runner {self.name!r} has no model {name!r}; models in {where}: {names}{hint}"
+            )
+        handle = self._handles[name] = Model(self, name)
+        return handle
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self.model_names))
+
+    @property
+    def models(self) -> Mapping[str, Model]:
+        """Every model by name (also those whose names clash with a runner method)."""
+        return {name: self._handles.get(name) or Model(self, name) for name in self.model_names}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def is_started(self) -> bool:
+        return self._started
+
+    @property
+    def addresses(self) -> Mapping[str, str]:
+        """Where the server answers: `grpc`, `http` and `metrics` for an owned server."""
+        return dict(self._addresses)
+
+    def _launch(self) -> TritonServerProcess:
+        assert self.model_repository is not None
+        binary = locate_tritonserver(self.tritonserver_path)
+        kept, dropped = split_owned_options(self.cli_args)
+        for arg in dropped:
+            logger.warning(
+                "runner %r: ignoring tritonserver option %r: runnerkit sets it (ports bind to "
+                "127.0.0.1, chosen at start)", self.name, arg,
+            )  # fmt: skip
+        repository = self.model_repository
+        models = self.repository_models if self._repository is not None else {}
+        fallback = plan_fallback(models, binary)
+        if fallback:
+            self._shadow_dir = Path(tempfile.mkdtemp(prefix=f"runnerkit-{self.name}-"))
+            repository = str(build_shadow_repository(models, fallback, self._shadow_dir / "models"))
+        server = TritonServerProcess(binary, [repository], kept, log_prefix=f"{self.name}/tritonserver")
+        addresses = server.start()
+        self._server = server
+        self._set_addresses(addresses)
+        return server
+
+    def _set_addresses(self, addresses: ServerAddresses) -> None:
+        self._addresses = {
+            "grpc": addresses.grpc_url,
+            "http": addresses.http_url,
+            "metrics": addresses.metrics_url,
+        }
+
+    def _wait_owned_server(self) -> None:
+        assert self._server is not None
+        try:
+            self._server.wait_ready(self.startup_timeout)
+        except BaseException:
+            self._cleanup_server()
+            raise
+        # a relaunch after a port race moves the server
+        assert self._server.addresses is not None
+        self._set_addresses(self._server.addresses)
+
+    async def start(self) -> None:
+        """Launch (or attach to) tritonserver, wait until it is ready, and learn its models."""
+        if self._started:
+            return
+        if self.url is None:
+            self._launch()
+            await asyncio.get_running_loop().run_in_executor(None, self._wait_owned_server)
+        else:
+            self._addresses = {self.tritonserver_type: self.url}
+        await self._connect()
+
+    def start_sync(self) -> None:
+        if self._started:
+            return
+        if self.url is None:
+            self._launch()  # in the calling thread: the server's parent-death signal follows it
+            self._wait_owned_server()
+        else:
+            self._addresses = {self.tritonserver_type: self.url}
+        try:
+            self._loop_thread().run(self._connect())
+        except BaseException:
+            self.stop_sync()
+            raise
+
+    async def _connect(self) -> None:
+        url = self._addresses[self.tritonserver_type]
+        client = self._get_or_make_client(asyncio.get_running_loop())
+        deadline = time.monotonic() + (self.startup_timeout if self.url else 10.0)
+        last_error: Exception | None = None
+        while True:
+            try:
+                if await client.call("is_server_ready"):
+                    break
+                last_error = None
+            except TritonError as exc:
+                last_error = exc
+            if time.monotonic() > deadline:
+                why = f": {last_error}" if last_error else " (it answers but is not ready)"
+                raise TritonUnavailableError(
+                    f"runner {self.name!r}: Triton at {url} ({self.tritonserver_type}) did not "
+                    f"become ready{why}",
+                    url=url,
+                )
+            await asyncio.sleep(0.1)
+        self._started = True
+        await self.refresh_models()
+        logger.info("runner %r ready: Triton at %s (%s)", self.name, url, self.tritonserver_type)
+
+    async def refresh_models(self) -> None:
+        """Re-read the server's repository index and drop cached model configurations."""
+        index = await self.get_model_repository_index()
+        self._server_models = tuple(_index_names(index))
+        self._validators.clear()
+
+    async def stop(self) -> None:
+        """Close connections and stop the owned tritonserver; no process is left behind."""
+        self._started = False
+        loop = asyncio.get_running_loop()
+        await self._close_clients(loop)
+        if self._sync_loop is not None:
+            self._stop_sync_loop()
+        await loop.run_in_executor(None, self._cleanup_server)
+
+    def stop_sync(self) -> None:
+        self._started = False
+        self._stop_sync_loop()
+        self._cleanup_server()
+
+    def _stop_sync_loop(self) -> None:
+        sync_loop = self._sync_loop
+        if sync_loop is None:
+            return
+        self._sync_loop = None
+        if not sync_loop.loop.is_closed():
+            try:
+                sync_loop.run(self._close_clients(sync_loop.loop), timeout=10)
+            finally:
+                sync_loop.stop()
+
+    async def _close_clients(self, loop: asyncio.AbstractEventLoop) -> None:
+        client = self._clients.pop(loop, None)
+        self._last_client = (None, None)
+        if client is not None:
+            try:
+                await client.close()
+            except Exception:  # closing a dead connection must not stop the shutdown
+                logger.debug("closing the Triton client failed", exc_info=True)
+
+    def _cleanup_server(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        if self._shadow_dir is not None:
+            shutil.rmtree(self._shadow_dir, ignore_errors=True)
+            self._shadow_dir = None
+
+    def __enter__(self) -> Runner:
+        self.start_sync()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop_sync()
+
+    async def __aenter__(self) -> Runner:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- clients, one per event loop -----------------------------------------------------------
+
+    def _get_or_make_client(self, loop: asyncio.AbstractEventLoop) -> TritonClient:
+        client = self._clients.get(loop)
+        if client is None:
+            url = self._addresses[self.tritonserver_type]
+            client = self._clients[loop] = make_client(self.tritonserver_type, url, self.timeout)
+        self._last_client = (loop, client)
+        return client
+
+    def _client_for_running_loop(self, model: str | None = None) -> TritonClient:
+        loop = asyncio.get_running_loop()
+        last_loop, last_client = self._last_client
+        if last_loop is loop and last_client is not None and self._started:
+            return last_client
+        if not self._started:
+            raise self._not_started_error(model)
+        return self._get_or_make_client(loop)
+
+    def _loop_thread(self) -> LoopThread:
+        if self._sync_loop is None:
+            self._sync_loop = LoopThread(f"runnerkit-{self.name}-sync")
+        return self._sync_loop
+
+    def _run_sync(self, model: str | None, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                f"runner {self.name!r}: `run` blocks, and this thread runs an event loop; use "
+                "`await runner.<model>.async_run(...)` here"
+            )
+        if not self._started:
+            raise self._not_started_error(model)
+        return self._loop_thread().run(make())
+
+    def _not_started_error(self, model: str | None) -> RunnerNotStartedError:
+        what = f"model {model!r} of runner {self.name!r}" if model else f"runner {self.name!r}"
+        return RunnerNotStartedError(
+            f"{what} was called before the runner started: runners are available only while "
+            "their service runs (call them inside API functions, not at import time), or "
+            "inside `with runner:` / `async with runner:` when used standalone"
+        )
+
+    # -- model configurations (fetched once, cached until load/unload) -------------------------
+
+    async def _load_validator(self, model: str) -> InputValidator:
+        validator = self._validators.get(model)
+        if validator is not None:
+            return validator
+        if model not in self.model_names:
+            getattr(self, model)  # raises ModelNotFoundError with the list of models
+        try:
+            spec = await self._fetch_spec(model)
+        except TritonUnavailableError:
+            raise
+        except TritonError:
+            local = self.repository_models.get(model)
+            if local is None or local.spec is None:
+                raise
+            spec = local.spec  # not loaded (explicit mode): Triton will say so on infer
+        validator = self._validators[model] = InputValidator(spec)
+        return validator
+
+    async def _fetch_spec(self, model: str) -> ModelSpec:
+        client = self._client_for_running_loop(model)
+        if client.protocol == "grpc":
+            response = await client.call("get_model_config", model)
+            return ModelSpec.from_proto(response.config, model)
+        return ModelSpec.from_json(await client.call("get_model_config", model))
+
+    # -- tritonclient's API, async, with Triton's errors as runnerkit exceptions ----------------
+
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return await self._client_for_running_loop().call(method, *args, **kwargs)
+
+    async def load_model(self, model_name: str, *args: Any, **kwargs: Any) -> None:
+        await self._call("load_model", model_name, *args, **kwargs)
+        await self.refresh_models()
+
+    async def unload_model(self, model_name: str, *args: Any, **kwargs: Any) -> None:
+        await self._call("unload_model", model_name, *args, **kwargs)
+        await self.refresh_models()
+
+    async def get_model_repository_index(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("get_model_repository_index", *args, **kwargs)
+
+    async def get_model_config(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("get_model_config", *args, **kwargs)
+
+    async def get_model_metadata(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("get_model_metadata", *args, **kwargs)
+
+    async def is_model_ready(self, *args: Any, **kwargs: Any) -> bool:
+        return bool(await self._call("is_model_ready", *args, **kwargs))
+
+    async def is_server_live(self, *args: Any, **kwargs: Any) -> bool:
+        return bool(await self._call("is_server_live", *args, **kwargs))
+
+    async def is_server_ready(self, *args: Any, **kwargs: Any) -> bool:
+        return bool(await self._call("is_server_ready", *args, **kwargs))
+
+    async def infer(self, *args: Any, **kwargs: Any) -> Any:
+        """tritonclient's own `infer` (InferInput objects), for callers who build requests."""
+        return await self._call("infer", *args, **kwargs)
+
+    def stream_infer(self, *args: Any, **kwargs: Any) -> Any:
+        """tritonclient.grpc.aio's `stream_infer` (gRPC only): an async iterator of results."""
+        client = self._client_for_running_loop()
+        if client.protocol != "grpc":
+            raise TritonError("stream_infer needs tritonserver_type='grpc'", status="UNSUPPORTED")
+        return client.management.stream_infer(*args, **kwargs)
+
+    async def get_inference_statistics(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("get_inference_statistics", *args, **kwargs)
+
+    async def get_server_metadata(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("get_server_metadata", *args, **kwargs)
+
+    async def get_log_settings(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("get_log_settings", *args, **kwargs)
+
+    async def update_log_settings(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("update_log_settings", *args, **kwargs)
+
+    async def get_trace_settings(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("get_trace_settings", *args, **kwargs)
+
+    async def update_trace_settings(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("update_trace_settings", *args, **kwargs)
+
+    async def get_system_shared_memory_status(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("get_system_shared_memory_status", *args, **kwargs)
+
+    async def register_system_shared_memory(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("register_system_shared_memory", *args, **kwargs)
+
+    async def unregister_system_shared_memory(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("unregister_system_shared_memory", *args, **kwargs)
+
+    async def get_cuda_shared_memory_status(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("get_cuda_shared_memory_status", *args, **kwargs)
+
+    async def register_cuda_shared_memory(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("register_cuda_shared_memory", *args, **kwargs)
+
+    async def unregister_cuda_shared_memory(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._call("unregister_cuda_shared_memory", *args, **kwargs)
+
+    def __repr__(self) -> str:
+        where = f"url={self.url!r}" if self.url else f"model_repository={self.model_repository!r}"
+        return f"Runner({self.name!r}, {where}, tritonserver_type={self.tritonserver_type!r})"
+
+
+def _index_names(index: Any) -> list[str]:
+    """Model names from a repository index, as gRPC (protobuf) or HTTP (list of dicts) returns it."""
+    if hasattr(index, "models"):
+        return sorted({m.name for m in index.models})
+    return sorted({m["name"] for m in index})
