@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --progress-bar off -e '.[dev]'
+	$(BIN)/python -m pip install --progress-bar off --config-settings editable_mode=compat -e '.[dev]'
 	touch $(STAMP)
 
 # apt packages the tests drive for real: podman (container builds), chromium (the /docs page).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runnerkit import exceptions, triton
+from runnerkit import exceptions, io, triton
 from runnerkit.exceptions import (
     InvalidInputError,
     ModelNotFoundError,
@@ -13,6 +13,7 @@ from runnerkit.exceptions import (
     TritonStartError,
     TritonUnavailableError,
 )
+from runnerkit.service import Service
 from runnerkit.triton import InferResult, Runner
 
 __version__ = "0.1.0"
@@ -24,11 +25,13 @@ __all__ = [
     "Runner",
     "RunnerNotStartedError",
     "RunnerkitError",
+    "Service",
     "TritonError",
     "TritonServerNotFoundError",
     "TritonStartError",
     "TritonUnavailableError",
     "__version__",
     "exceptions",
+    "io",
     "triton",
 ]

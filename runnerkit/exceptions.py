@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 __all__ = [
+    "BadRequestError",
     "InvalidInputError",
     "ModelNotFoundError",
+    "PayloadTooLargeError",
     "RunnerNotStartedError",
     "RunnerkitError",
     "TritonError",
@@ -64,3 +66,11 @@ class TritonStartError(RunnerkitError):
 
 class TritonServerNotFoundError(RunnerkitError, FileNotFoundError):
     """No tritonserver binary could be found to launch."""
+
+
+class BadRequestError(RunnerkitError, ValueError):
+    """A request body that an API's input descriptor cannot accept (HTTP 400)."""
+
+
+class PayloadTooLargeError(RunnerkitError):
+    """A request body over the service's size limit (HTTP 413)."""

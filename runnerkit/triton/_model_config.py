@@ -82,6 +82,10 @@ class ModelSpec:
     def output_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.outputs)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The full configuration as JSON-ready data (Triton's field names)."""
+        return dict(json_format.MessageToDict(self.config, preserving_proto_field_name=True))
+
     @classmethod
     def from_proto(cls, config: ModelConfigProto, name: str | None = None) -> ModelSpec:
         def tensor(t: Any) -> TensorSpec:

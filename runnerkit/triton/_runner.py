@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -35,6 +36,9 @@ logger = logging.getLogger("runnerkit.triton")
 T = TypeVar("T")
 
 ENV_USE_HTTP = "RUNNERKIT_USE_HTTP_TRITONSERVER"
+# Set by `runnerkit serve` for its API workers: the tritonservers it launched and supervises,
+# as JSON {runner name: {"grpc": "host:port", "http": "host:port", "metrics": "url"}}.
+ENV_SUPERVISED_ADDRESSES = "RUNNERKIT_TRITON_ADDRESSES"
 DEFAULT_STARTUP_TIMEOUT = 120.0
 DEFAULT_REQUEST_TIMEOUT = 60.0
 
@@ -194,35 +198,53 @@ class Runner:
         assert self._server.addresses is not None
         self._set_addresses(self._server.addresses)
 
+    def _attach_addresses(self) -> dict[str, str] | None:
+        """Where to attach instead of launching: `url=`, or the supervisor's server for us."""
+        if self.url is not None:
+            return {self.tritonserver_type: self.url}
+        supervised = os.environ.get(ENV_SUPERVISED_ADDRESSES)
+        if supervised:
+            entry = json.loads(supervised).get(self.name)
+            if entry:
+                return {str(k): str(v) for k, v in entry.items()}
+        return None
+
+    @property
+    def owns_server(self) -> bool:
+        """Whether start() launches a tritonserver (rather than attaching to one)."""
+        return self._attach_addresses() is None
+
     async def start(self) -> None:
         """Launch (or attach to) tritonserver, wait until it is ready, and learn its models."""
         if self._started:
             return
-        if self.url is None:
+        attach = self._attach_addresses()
+        if attach is None:
             self._launch()
             await asyncio.get_running_loop().run_in_executor(None, self._wait_owned_server)
         else:
-            self._addresses = {self.tritonserver_type: self.url}
-        await self._connect()
+            self._addresses = attach
+        await self._connect(attached=attach is not None)
 
     def start_sync(self) -> None:
         if self._started:
             return
-        if self.url is None:
+        attach = self._attach_addresses()
+        if attach is None:
             self._launch()  # in the calling thread: the server's parent-death signal follows it
             self._wait_owned_server()
         else:
-            self._addresses = {self.tritonserver_type: self.url}
+            self._addresses = attach
         try:
-            self._loop_thread().run(self._connect())
+            self._loop_thread().run(self._connect(attached=attach is not None))
         except BaseException:
             self.stop_sync()
             raise
 
-    async def _connect(self) -> None:
+    async def _connect(self, attached: bool) -> None:
         url = self._addresses[self.tritonserver_type]
         client = self._get_or_make_client(asyncio.get_running_loop())
-        deadline = time.monotonic() + (self.startup_timeout if self.url else 10.0)
+        deadline = time.monotonic() + (self.startup_timeout if attached else 10.0)
         last_error: Exception | None = None
         while True:
             try:
@@ -387,6 +409,18 @@ class Runner:
             response = await client.call("get_model_config", model)
             return ModelSpec.from_proto(response.config, model)
         return ModelSpec.from_json(await client.call("get_model_config", model))
+
+    async def model_index(self) -> list[dict[str, str]]:
+        """The repository index as plain dicts (name, version, state, reason), for either protocol."""
+        index = await self.get_model_repository_index()
+        if hasattr(index, "models"):
+            rows = [
+                {"name": m.name, "version": m.version, "state": m.state, "reason": m.reason}
+                for m in index.models
+            ]
+        else:
+            rows = [{k: str(m.get(k, "")) for k in ("name", "version", "state", "reason")} for m in index]
+        return sorted(rows, key=lambda r: (r["name"], r["version"]))
 
     # -- tritonclient's API, async, with Triton's errors as runnerkit exceptions ----------------
 

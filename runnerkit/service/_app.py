@@ -1,0 +1,152 @@
+"""The Starlette application of a service: API routes, health probes, metrics, docs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import Message
+
+from runnerkit.exceptions import PayloadTooLargeError
+from runnerkit.io._json import JSONResponse
+from runnerkit.service._errors import error_response
+from runnerkit.service._metrics import ServiceMetrics
+from runnerkit.service._service import API, Service
+
+_READY_CHECK_TIMEOUT = 2.0
+
+
+async def read_body(request: Request, limit: int) -> Request:
+    """The request with its body read once, refusing bodies over `limit` bytes (413)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLargeError(f"request body of {declared} bytes is over the limit of {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLargeError(f"request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    replayed = False
+
+    async def receive() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    return Request(request.scope, receive)
+
+
+def api_endpoint(service: Service, api: API, metrics: ServiceMetrics) -> Any:
+    limit = service.max_request_bytes
+
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            request = await read_body(request, limit)
+            argument = await api.input.from_http_request(request)
+            if api.is_async:
+                result = await api.func(argument)
+            else:
+                result = await run_in_threadpool(api.func, argument)
+            response = api.output.to_http_response(result)
+        except Exception as exc:
+            response = error_response(exc, api=api.name, request_id=request.headers.get("x-request-id"))
+        metrics.observe(api.name, response.status_code, time.perf_counter() - started)
+        return response
+
+    endpoint.__name__ = api.name
+    return endpoint
+
+
+async def _runner_states(service: Service) -> dict[str, str]:
+    async def state(runner: Any) -> str:
+        if not runner.is_started:
+            return "starting"
+        try:
+            ready = await asyncio.wait_for(runner.is_server_ready(), _READY_CHECK_TIMEOUT)
+        except Exception:
+            return "unavailable"
+        return "ready" if ready else "not ready"
+
+    states = await asyncio.gather(*(state(r) for r in service.runners))
+    return {r.name: s for r, s in zip(service.runners, states)}
+
+
+def health_routes(service: Service) -> list[BaseRoute]:
+    async def livez(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def readyz(request: Request) -> Response:
+        if service.startup_error is not None:
+            body = {"status": "failed", "error": str(service.startup_error)}
+            return JSONResponse(body, status_code=503)
+        states = await _runner_states(service)
+        ready = all(s == "ready" for s in states.values())
+        return JSONResponse(
+            {"status": "ready" if ready else "not ready", "runners": states},
+            status_code=200 if ready else 503,
+        )
+
+    return [
+        Route("/livez", livez, methods=["GET", "HEAD"]),
+        Route("/healthz", livez, methods=["GET", "HEAD"]),
+        Route("/readyz", readyz, methods=["GET", "HEAD"]),
+    ]
+
+
+def build_app(service: Service) -> Starlette:
+    from runnerkit.service._docs import docs_routes
+    from runnerkit.service._openapi import openapi_document
+
+    metrics = ServiceMetrics(service.name)
+    document: dict[str, Any] | None = None
+
+    async def openapi(request: Request) -> Response:
+        nonlocal document
+        if document is None:
+            document = openapi_document(service)
+        return JSONResponse(document)
+
+    async def metrics_endpoint(request: Request) -> Response:
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    routes: list[BaseRoute] = [
+        Route(api.route, api_endpoint(service, api, metrics), methods=["POST"], name=api.name)
+        for api in service.apis.values()
+    ]
+    routes += health_routes(service)
+    routes += [
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ]
+    routes += docs_routes()
+    if service.expose_triton:
+        from runnerkit.service._triton_proxy import triton_proxy_routes
+
+        routes += triton_proxy_routes(service)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        service.begin_startup()
+        try:
+            yield
+        finally:
+            await service.shutdown()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.service = service
+    app.state.metrics = metrics
+    return app
