@@ -160,9 +160,30 @@ class Runner:
         return dict(self._addresses)
 
     def _launch(self) -> TritonServerProcess:
-        assert self.model_repository is not None
+        server = self.prepare_server()
+        self._set_addresses(server.start())
+        return server
+
+    def prepare_server(
+        self,
+        extra_args: Iterable[str] = (),
+        *,
+        on_log_line: Callable[[str], None] | None = None,
+        log_lines: int = 400,
+    ) -> TritonServerProcess:
+        """The tritonserver this runner launches, prepared but not started.
+
+        The binary is located, options runnerkit owns are dropped with a warning, and models
+        this build cannot run get their fallback (shadow) repository. `extra_args` come after
+        the runner's own `cli_args`. For supervisors (`runnerkit serve --production`) that start,
+        watch and restart the server themselves; `stop_sync()` stops it and removes the shadow
+        repository.
+        """
+        if self.model_repository is None:
+            raise ValueError(f"runner {self.name!r} attaches to {self.url}; it has no server to launch")
+        self._cleanup_server()
         binary = locate_tritonserver(self.tritonserver_path)
-        kept, dropped = split_owned_options(self.cli_args)
+        kept, dropped = split_owned_options([*self.cli_args, *extra_args])
         for arg in dropped:
             logger.warning(
                 "runner %r: ignoring tritonserver option %r: runnerkit sets it (ports bind to "
@@ -174,11 +195,15 @@ class Runner:
         if fallback:
             self._shadow_dir = Path(tempfile.mkdtemp(prefix=f"runnerkit-{self.name}-"))
             repository = str(build_shadow_repository(models, fallback, self._shadow_dir / "models"))
-        server = TritonServerProcess(binary, [repository], kept, log_prefix=f"{self.name}/tritonserver")
-        addresses = server.start()
-        self._server = server
-        self._set_addresses(addresses)
-        return server
+        self._server = TritonServerProcess(
+            binary,
+            [repository],
+            kept,
+            log_prefix=f"{self.name}/tritonserver",
+            on_log_line=on_log_line,
+            log_lines=log_lines,
+        )
+        return self._server
 
     def _set_addresses(self, addresses: ServerAddresses) -> None:
         self._addresses = {
@@ -188,15 +213,16 @@ class Runner:
         }
 
     def _wait_owned_server(self) -> None:
-        assert self._server is not None
+        server = self._server
+        assert server is not None
         try:
-            self._server.wait_ready(self.startup_timeout)
+            server.wait_ready(self.startup_timeout)
         except BaseException:
             self._cleanup_server()
             raise
         # a relaunch after a port race moves the server
-        assert self._server.addresses is not None
-        self._set_addresses(self._server.addresses)
+        assert server.addresses is not None
+        self._set_addresses(server.addresses)
 
     def _attach_addresses(self) -> dict[str, str] | None:
         """Where to attach instead of launching: `url=`, or the supervisor's server for us."""
@@ -306,12 +332,13 @@ class Runner:
                 logger.debug("closing the Triton client failed", exc_info=True)
 
     def _cleanup_server(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
-        if self._shadow_dir is not None:
-            shutil.rmtree(self._shadow_dir, ignore_errors=True)
-            self._shadow_dir = None
+        # Taken before stopping: a failed wait in the executor may clean up concurrently.
+        server, self._server = self._server, None
+        shadow, self._shadow_dir = self._shadow_dir, None
+        if server is not None:
+            server.stop()
+        if shadow is not None:
+            shutil.rmtree(shadow, ignore_errors=True)
 
     def __enter__(self) -> Runner:
         self.start_sync()

@@ -59,9 +59,16 @@ class ServerAddresses:
 
 
 def free_port(host: str = LOOPBACK) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1, host)[0]
+
+
+def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """`count` distinct ports free right now (all held open together, so none repeats)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for sock in sockets:
+            sock.bind((host, 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 def _die_with_parent() -> None:
@@ -126,10 +133,21 @@ class TritonServerProcess:
 
     def start(self) -> ServerAddresses:
         """Launch and return the addresses; does not wait for readiness (see wait_ready)."""
-        addresses = ServerAddresses(free_port(), free_port(), free_port())
+        addresses = ServerAddresses(*free_ports(3))
         self._launch(addresses)
         self.addresses = addresses
         return addresses
+
+    def restart(self) -> None:
+        """Launch again on the same ports once the process has ended (or kill it first).
+
+        For a supervisor: its API workers' clients keep their addresses and reconnect. Wait with
+        `wait_ready(..., relocate_on_conflict=False)` so that a taken port fails instead of moving.
+        """
+        if self.addresses is None:
+            raise RuntimeError("restart() needs a server that was started before")
+        self.cleanup_after_exit()
+        self._launch(self.addresses)
 
     def _launch(self, addresses: ServerAddresses) -> None:
         self._tail.clear()
@@ -195,8 +213,9 @@ class TritonServerProcess:
         text = "\n".join(self._tail).lower()
         return any(marker in text for marker in _BIND_ERRORS)
 
-    def wait_ready(self, timeout: float = 120.0) -> None:
-        """Block until ready; relaunch on a port conflict; raise TritonStartError on failure."""
+    def wait_ready(self, timeout: float = 120.0, *, relocate_on_conflict: bool = True) -> None:
+        """Block until ready; relaunch on other ports after a port conflict (unless
+        `relocate_on_conflict` is false); raise TritonStartError on failure."""
         deadline = time.monotonic() + timeout
         attempts = 1
         delay = 0.02
@@ -205,7 +224,7 @@ class TritonServerProcess:
                 return
             code = self.poll()
             if code is not None:
-                if self._bind_conflict() and attempts < _LAUNCH_ATTEMPTS:
+                if relocate_on_conflict and self._bind_conflict() and attempts < _LAUNCH_ATTEMPTS:
                     attempts += 1
                     logger.info("tritonserver lost a port race; relaunching on other ports")
                     self.cleanup_after_exit()
