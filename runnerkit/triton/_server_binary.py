@@ -39,6 +39,8 @@ class TritonServerBinary:
 
     def launch_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ if base is None else base)
+        # Python models are imported from the user's repository: never write __pycache__ there.
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
         for key, value in self.env.items():
             if key in ("PATH", "LD_LIBRARY_PATH") and env.get(key):
                 env[key] = value + os.pathsep + env[key]
