@@ -29,6 +29,11 @@ _UNLIMITED = 2**31 - 1
 _GRPC_OPTIONS = [
     ("grpc.max_send_message_length", _UNLIMITED),
     ("grpc.max_receive_message_length", _UNLIMITED),
+    # gRPC's default reconnect backoff grows to 120 s: after a supervised tritonserver restarts
+    # on the same ports, clients would keep failing long after it is back. Triton is local.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 
 
@@ -130,7 +135,7 @@ class GrpcClient(TritonClient):
 
     def __init__(self, url: str, timeout: float | None) -> None:
         super().__init__(url, timeout)
-        self.management = grpcclient_aio.InferenceServerClient(url)
+        self.management = grpcclient_aio.InferenceServerClient(url, channel_args=_GRPC_OPTIONS)
         # Inference goes straight to the stub with a request built here: the same wire message
         # tritonclient would build, without its per-call InferInput objects.
         self._channel = grpc.aio.insecure_channel(url, options=_GRPC_OPTIONS)
