@@ -6,6 +6,8 @@ from runnerkit.triton._model import Model
 from runnerkit.triton._model_config import ModelSpec, TensorSpec
 from runnerkit.triton._result import InferResult
 from runnerkit.triton._runner import Runner
+from runnerkit.triton._s3 import S3ModelRepository, S3RepositoryError, download_model_repository
+from runnerkit.triton._s3_upload import upload_model_repository
 from runnerkit.triton._server_binary import TritonServerBinary, locate_tritonserver
 
 __all__ = [
@@ -13,7 +15,11 @@ __all__ = [
     "Model",
     "ModelSpec",
     "Runner",
+    "S3ModelRepository",
+    "S3RepositoryError",
     "TensorSpec",
     "TritonServerBinary",
+    "download_model_repository",
     "locate_tritonserver",
+    "upload_model_repository",
 ]

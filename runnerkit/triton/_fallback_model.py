@@ -1,5 +1,6 @@
 """Python-backend model that runs an ONNX or TorchScript file for a tritonserver that lacks the
-native backend. runnerkit copies this file as `model.py` into a shadow repository; it runs inside
+native backend. runnerkit copies this file as `model.py` into a shadow repository (local
+repositories) or into a python-based backend folder (remote ones, see _fallback_backends); it runs inside
 Triton's python backend stub, so it must stay importable on Python 3.10 with only numpy and the
 runtime it uses.
 """
@@ -14,16 +15,24 @@ import numpy as np
 import triton_python_backend_utils as pb_utils  # provided by the python backend
 
 _TORCH_INDEX = re.compile(r"__(\d+)$")
+_BACKEND_RUNTIMES = {"onnxruntime": "onnxruntime", "pytorch": "torchscript"}
+_DEFAULT_FILES = {"onnxruntime": "model.onnx", "torchscript": "model.pt"}
 
 
 class TritonPythonModel:
     def initialize(self, args: dict[str, Any]) -> None:
         config = json.loads(args["model_config"])
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
-        self.runtime = params["RUNNERKIT_FALLBACK_RUNTIME"]
-        model_file = "/".join(
-            (args["model_repository"], args["model_version"], params["RUNNERKIT_FALLBACK_FILE"])
+        # A shadow repository's rewritten config names runtime and file; as a python-based backend
+        # (backends/onnxruntime/model.py, for remote repositories) the config is the model's own.
+        backend = config.get("backend", "")
+        self.runtime = params.get("RUNNERKIT_FALLBACK_RUNTIME") or _BACKEND_RUNTIMES.get(backend, backend)
+        file_name = (
+            params.get("RUNNERKIT_FALLBACK_FILE")
+            or config.get("default_model_filename")
+            or _DEFAULT_FILES.get(self.runtime, "")
         )
+        model_file = "/".join((args["model_repository"], args["model_version"], file_name))
         self.batched = int(config.get("max_batch_size", 0)) > 0
         self.input_names = [t["name"] for t in config["input"]]
         self.outputs = [

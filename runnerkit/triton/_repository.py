@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -36,6 +37,10 @@ class ModelRepository(Protocol):
 
     def list_models(self) -> dict[str, RepositoryModel]: ...
 
+    def server_env(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The environment of the tritonserver that reads this repository (`base` plus access)."""
+        ...
+
 
 @attrs.frozen
 class LocalModelRepository:
@@ -44,6 +49,9 @@ class LocalModelRepository:
     @property
     def uri(self) -> str:
         return str(self.path)
+
+    def server_env(self, base: Mapping[str, str]) -> dict[str, str]:
+        return dict(base)
 
     def list_models(self) -> dict[str, RepositoryModel]:
         if not self.path.is_dir():
