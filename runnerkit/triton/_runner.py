@@ -24,6 +24,7 @@ from runnerkit.exceptions import (
 )
 from runnerkit.triton._client import PROTOCOLS, TritonClient, make_client
 from runnerkit.triton._fallback import build_shadow_repository, plan_fallback
+from runnerkit.triton._fallback_backends import remote_fallback
 from runnerkit.triton._loop_thread import LoopThread
 from runnerkit.triton._model import Model
 from runnerkit.triton._model_config import ModelSpec
@@ -189,16 +190,21 @@ class Runner:
                 "runner %r: ignoring tritonserver option %r: runnerkit sets it (ports bind to "
                 "127.0.0.1, chosen at start)", self.name, arg,
             )  # fmt: skip
-        repository = self.model_repository
+        repository = self.model_repository if self._repository is None else self._repository.uri
         models = self.repository_models if self._repository is not None else {}
         fallback = plan_fallback(models, binary)
-        if fallback:
+        if fallback and any(models[name].path is None for name in fallback):
+            # A remote repository (S3) is served where it is, fallback models included.
+            binary = remote_fallback(binary, models, fallback)
+        elif fallback:
             self._shadow_dir = Path(tempfile.mkdtemp(prefix=f"runnerkit-{self.name}-"))
             repository = str(build_shadow_repository(models, fallback, self._shadow_dir / "models"))
         self._server = TritonServerProcess(
             binary,
             [repository],
             kept,
+            # S3 credentials reach tritonserver through its environment only
+            env=None if self._repository is None else self._repository.server_env(os.environ),
             log_prefix=f"{self.name}/tritonserver",
             on_log_line=on_log_line,
             log_lines=log_lines,
