@@ -40,8 +40,20 @@ ENV_USE_HTTP = "RUNNERKIT_USE_HTTP_TRITONSERVER"
 # Set by `runnerkit serve` for its API workers: the tritonservers it launched and supervises,
 # as JSON {runner name: {"grpc": "host:port", "http": "host:port", "metrics": "url"}}.
 ENV_SUPERVISED_ADDRESSES = "RUNNERKIT_TRITON_ADDRESSES"
+# Set when a bento is served: JSON {runner name: path of the model repository bundled in the
+# bento}. It replaces the path the service's code gives, which pointed at the build machine.
+ENV_MODEL_REPOSITORIES = "RUNNERKIT_MODEL_REPOSITORIES"
 DEFAULT_STARTUP_TIMEOUT = 120.0
 DEFAULT_REQUEST_TIMEOUT = 60.0
+
+
+def bundled_repository(name: str, given: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """The repository a runner named `name` uses: its bento's bundled copy when one is mapped."""
+    mapping = os.environ.get(ENV_MODEL_REPOSITORIES)
+    if not mapping:
+        return given
+    bundled = json.loads(mapping).get(name)
+    return given if bundled is None else str(bundled)
 
 
 def split_owned_options(cli_args: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -84,6 +96,8 @@ class Runner:
         protocol = tritonserver_type or ("http" if env_flag(ENV_USE_HTTP) else "grpc")
         if protocol not in PROTOCOLS:
             raise ValueError(f"tritonserver_type must be one of {PROTOCOLS}, got {protocol!r}")
+        if model_repository is not None:
+            model_repository = bundled_repository(name, model_repository)
         self.name = name
         self.tritonserver_type = protocol
         self.model_repository = None if model_repository is None else os.fspath(model_repository)
