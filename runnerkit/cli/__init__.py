@@ -7,10 +7,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from runnerkit.cli import _serve
+from runnerkit.cli import _bentos, _serve
 from runnerkit.exceptions import RunnerkitError
 
-COMMANDS = (_serve,)
+COMMANDS = (_serve, _bentos)
 
 
 def build_parser() -> argparse.ArgumentParser:

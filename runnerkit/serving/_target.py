@@ -27,8 +27,17 @@ class ServiceTarget:
 
 
 def load_service(target: str, *, working_dir: Path | None = None) -> ServiceTarget:
-    """`module:svc`, `path/to/file.py:svc`, or a directory holding bentofile.yaml."""
+    """`module:svc`, `path/to/file.py:svc`, a directory holding bentofile.yaml, or a bento
+    (a directory holding bento.yaml, or a tag in the store such as `digits:latest`)."""
     base = working_dir or Path.cwd()
+    # A bento (its directory, or a tag in the store) serves the service it packages, with the
+    # model repositories it bundles. Imported here: the bentos package builds on this module's.
+    from runnerkit.bentos._serving import resolve_bento
+
+    bento = resolve_bento(target, base=base)
+    if bento is not None:
+        bento.apply_env()
+        return load_service(bento.service, working_dir=bento.working_dir)
     candidate = base / target
     if ":" not in target and candidate.is_dir():
         bentofile = candidate / "bentofile.yaml"
