@@ -16,5 +16,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "install-system-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# A third-party source that cannot be reached must not stop the install: apt-get install below
+# fails on its own if a package really is unavailable.
+apt-get -o DPkg::Lock::Timeout=300 update -qq ||
+  echo "install-system-deps: apt-get update reported errors; trying the install anyway" >&2
+apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
