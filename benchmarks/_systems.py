@@ -408,6 +408,7 @@ class RunnerkitService(HttpService):
         *,
         production: bool,
         log_dir: Path,
+        access_log_option: bool = False,
         target: str = "services/digits.py:svc",
         attach_to: TritonUnderTest | None = None,
     ) -> None:
@@ -422,6 +423,9 @@ class RunnerkitService(HttpService):
             cmd += ["--production", "--workers", str(workers)]
         elif workers != 1:
             raise ValueError("without production serving, runnerkit serves with one worker only")
+        self.access_log = not access_log_option
+        if access_log_option:
+            cmd.append("--no-access-log")  # BentoML's access log is off too
         env = {k: v for k, v in os.environ.items() if k != ENV_SUPERVISED_ADDRESSES}
         self.attached = attach_to is not None
         if attach_to is not None:
@@ -434,7 +438,8 @@ class RunnerkitService(HttpService):
             f" --production --workers {self.workers}`" if self.production else "` (development serving)"
         )
         triton = "attached to the harness's tritonserver" if self.attached else "its own tritonserver"
-        return f"`/classify` (PNG in, JSON out) under {how}, {triton}"
+        access = "access log on" if self.access_log else "access log off"
+        return f"`/classify` (PNG in, JSON out) under {how}, {triton}, {access}"
 
 
 BENTOML_CONFIG = """\

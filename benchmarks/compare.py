@@ -31,7 +31,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` and `runnerk
 import psutil
 
 from benchmarks import _bentoml_peer as peer_setup
-from benchmarks._loadgen import wrk_executable, wrk_version
+from benchmarks._loadgen import LoadGeneratorError, wrk_executable, wrk_version
 from benchmarks._report import BenchmarkRun, Measurement, SystemInfo, write_report
 from benchmarks._systems import (
     BentoService,
@@ -39,6 +39,7 @@ from benchmarks._systems import (
     RunnerDirect,
     RunnerkitService,
     System,
+    SystemStartError,
     TritonHttp,
     TritonUnderTest,
     make_work_dir,
@@ -46,6 +47,7 @@ from benchmarks._systems import (
     versions_of,
 )
 from benchmarks._workload import MODEL, MODEL_REPOSITORY, REPO_ROOT, SAMPLES_DIR, load_samples
+from runnerkit.exceptions import TritonServerNotFoundError, TritonStartError
 from runnerkit.triton import locate_tritonserver
 
 ALL_SYSTEMS = ("raw", "runner", "triton-http", "runnerkit-w1", "runnerkit-w2", "bentoml-w1", "bentoml-w2")
@@ -222,7 +224,13 @@ def build_systems(
                 continue
             attach = triton if args.attach_service else None
             systems.append(
-                RunnerkitService(workers, production=production, log_dir=work_dir, attach_to=attach)
+                RunnerkitService(
+                    workers,
+                    production=production,
+                    log_dir=work_dir,
+                    attach_to=attach,
+                    access_log_option="--no-access-log" in options,
+                )
             )
     bento_keys = [k for k in wanted if k.startswith("bentoml-w")]
     if bento_keys:
@@ -326,7 +334,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    run = run_benchmark(args, argv)
+    try:
+        run = run_benchmark(args, argv)
+    except (SystemStartError, TritonStartError, TritonServerNotFoundError, LoadGeneratorError) as exc:
+        log(f"error: {exc}")  # the message carries the end of the failing server's log
+        return 1
+    except peer_setup.PeerSetupError as exc:
+        log(f"error: the BentoML peer could not be prepared: {exc}\n(leave it out with --no-bentoml)")
+        return 1
     chart = args.output.with_suffix(".png")
     data = args.output.with_suffix(".json")
     write_report(run, args.output, chart, data)
