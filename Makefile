@@ -35,7 +35,7 @@ pytest: setup
 test: setup system-deps lint typecheck pytest
 
 benchmark: setup
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/compare.py
 
 clean:
 	rm -rf $(VENV) .state build dist *.egg-info

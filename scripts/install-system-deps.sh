@@ -2,7 +2,7 @@
 # Installs the Debian packages the test suite drives for real. Idempotent and quiet when
 # everything is present; needs root (as on the project's machines) and does nothing otherwise.
 set -euo pipefail
-packages=(podman buildah runc fuse-overlayfs uidmap slirp4netns debootstrap chromium)
+packages=(podman buildah runc fuse-overlayfs uidmap slirp4netns debootstrap chromium wrk)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
