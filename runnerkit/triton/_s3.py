@@ -201,6 +201,7 @@ class S3ModelRepository:
         self._access: S3Access | None = None
         self._client: Any = None
         self._objects: tuple[S3Object, ...] | None = None
+        self._bucket_region: str | None = None  # as AWS reports it when listing
 
     @classmethod
     def from_url(cls, url: str) -> S3ModelRepository:
@@ -248,6 +249,10 @@ class S3ModelRepository:
         """`base` with the resolved credentials and region, for the tritonserver process only."""
         env = {k: v for k, v in base.items() if k not in _CREDENTIAL_VARS}
         env.update(self.access.env())
+        if self.location.endpoint is None and self._bucket_region not in (None, self.access.region):
+            # boto3 follows S3's redirects to the bucket's region; tritonserver's SDK needs it given.
+            logger.info("%s: bucket region %s, given to tritonserver", self.url, self._bucket_region)
+            env["AWS_DEFAULT_REGION"] = env["AWS_REGION"] = str(self._bucket_region)
         return env
 
     def explain(self, exc: Exception, action: str) -> S3RepositoryError:
@@ -268,6 +273,8 @@ class S3ModelRepository:
         try:
             paginator = self.client.get_paginator("list_objects_v2")
             for page in paginator.paginate(Bucket=self.location.bucket, Prefix=base):
+                headers = page.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+                self._bucket_region = headers.get("x-amz-bucket-region") or self._bucket_region
                 for item in page.get("Contents", ()):
                     relative = item["Key"][len(base) :]
                     if relative:
