@@ -107,6 +107,8 @@ class BentoBuildConfig:
     python: PythonOptions = attrs.field(factory=PythonOptions)
     docker: DockerOptions = attrs.field(factory=DockerOptions)
     envs: Mapping[str, str] = attrs.field(factory=dict, converter=_as_dict)
+    # S3 model repositories are referenced by URL unless this asks to copy them into the bento.
+    bundle_models: bool = False
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "") -> BentoBuildConfig:
@@ -270,7 +272,10 @@ def _check_url(source: str, key_path: str, url: str | None) -> None:
         )
 
 
-_TOP_KEYS = ("service", "name", "description", "labels", "include", "exclude", "python", "docker", "envs")
+_TOP_KEYS = (
+    "service", "name", "description", "labels", "include", "exclude", "python", "docker", "envs",
+    "bundle_models",
+)  # fmt: skip
 _PYTHON_KEYS = (
     "packages", "requirements_txt", "lock_packages", "index_url", "extra_index_url", "find_links", "wheels",
 )  # fmt: skip
@@ -337,4 +342,5 @@ def _parse_config(data: Any, source: str) -> BentoBuildConfig:
         python=python_options,
         docker=docker_options,
         envs=top.mapping("envs", env_check),
+        bundle_models=top.boolean("bundle_models", False),
     )

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import yaml
 from rich.console import Console
 
@@ -29,6 +30,8 @@ from runnerkit.bentos._inspect import RunnerInfo, ServiceInfo, inspect_service
 from runnerkit.bentos._python_env import PythonEnvironment, runnerkit_wheel, write_python_env
 from runnerkit.bentos._store import BentoStore
 from runnerkit.bentos._tag import LATEST, Tag, generate_version, validate_name, validate_version
+from runnerkit.triton._repository import LocalModelRepository, ModelRepositoryError
+from runnerkit.triton._s3 import download_model_repository
 
 BUNDLED_REPOSITORIES_DIR = "model_repositories"
 _REPOSITORY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store")
@@ -65,6 +68,7 @@ def build(
     python: Mapping[str, Any] | None = None,
     docker: Mapping[str, Any] | None = None,
     envs: Mapping[str, str] | Sequence[Mapping[str, str]] | None = None,
+    bundle_models: bool | None = None,
     version: str | None = None,
     build_ctx: str | os.PathLike[str] | None = None,
     store: BentoStore | None = None,
@@ -85,6 +89,7 @@ def build(
         "python": dict(python) if python is not None else None,
         "docker": dict(docker) if docker is not None else None,
         "envs": envs if not isinstance(envs, Mapping) else dict(envs),
+        "bundle_models": bundle_models,
     }
     config = BentoBuildConfig.from_dict(
         {k: v for k, v in options.items() if v is not None}, "runnerkit.bentos.build()"
@@ -99,12 +104,19 @@ def build_bentofile(
     version: str | None = None,
     store: BentoStore | None = None,
     quiet: bool = False,
+    bundle_models: bool | None = None,
 ) -> Bento:
-    """Build from a bentofile (relative paths are taken from the build context)."""
+    """Build from a bentofile (relative paths are taken from the build context).
+
+    `bundle_models=True` (`runnerkit build --bundle-models`) copies S3 model repositories into
+    the bento whatever the bentofile's `bundle_models:` says.
+    """
     ctx = Path(build_ctx or ".").resolve()
     path = Path(bentofile)
     path = path if path.is_absolute() else ctx / path
     config = load_bentofile(path)
+    if bundle_models is not None:
+        config = attrs.evolve(config, bundle_models=bundle_models)
     return build_config(config, build_ctx=ctx, version=version, store=store, quiet=quiet, source=str(path))
 
 
@@ -142,13 +154,14 @@ def build_config(
         progress.note(f"{count} files from {ctx}")
 
         with progress.step("Bundling model repositories"):
-            runners = _bundle_repositories(info.runners, ctx, src, source)
+            runners = _bundle_repositories(info.runners, ctx, src, source, bundle_s3=config.bundle_models)
         for runner in runners:
             repository = runner["model_repository"]
             if repository is None:
                 progress.note(f"runner {runner['name']}: attaches to {runner['url']}")
             elif repository["kind"] == "bundled":
-                progress.note(f"runner {runner['name']}: {SRC_DIR}/{repository['path']} (bundled)")
+                origin = f" from {repository['source']}" if repository["source"].startswith("s3://") else ""
+                progress.note(f"runner {runner['name']}: {SRC_DIR}/{repository['path']} (bundled{origin})")
             else:
                 progress.note(f"runner {runner['name']}: {repository['url']} (referenced, not copied)")
 
@@ -185,14 +198,16 @@ def _copy_files(config: BentoBuildConfig, ctx: Path, src: Path, skip: Sequence[P
 
 
 def _bundle_repositories(
-    runners: Sequence[RunnerInfo], ctx: Path, src: Path, source: str
+    runners: Sequence[RunnerInfo], ctx: Path, src: Path, source: str, *, bundle_s3: bool = False
 ) -> list[dict[str, Any]]:
     """Copy each runner's local model repository under `src/` (once per repository).
 
     A repository inside the build context keeps its relative place, so code that finds it
     relative to its own file still does; one outside goes to `model_repositories/<runner>`.
+    An S3 repository is referenced by its URL (the container reads it with the credentials of
+    its environment), or downloaded to `model_repositories/<runner>` when `bundle_s3`.
     """
-    placed: dict[Path, str] = {}
+    placed: dict[Path | str, str] = {}
     recorded: list[dict[str, Any]] = []
     for runner in runners:
         entry: dict[str, Any] = {
@@ -210,7 +225,19 @@ def _bundle_repositories(
                     source, "service", f"runner {runner.name!r}: the repository URL carries credentials; "
                     "give them to the runtime environment (AWS_* variables), not the URL",
                 )  # fmt: skip
-            entry["model_repository"] = {"kind": "s3", "url": runner.model_repository}
+            url = runner.model_repository
+            if bundle_s3:
+                rel = placed.get(url)
+                if rel is None:
+                    rel = placed[url] = f"{BUNDLED_REPOSITORIES_DIR}/{runner.name}"
+                    try:  # with the build machine's AWS credentials; none of them is written
+                        download_model_repository(url, src / rel)
+                    except ModelRepositoryError as exc:
+                        raise BentoBuildError(f"runner {runner.name!r}: cannot bundle {url}: {exc}") from exc
+                entry["model_repository"] = {"kind": "bundled", "path": rel, "source": url}
+                entry["models"] = _describe_models(src / rel)
+            else:
+                entry["model_repository"] = {"kind": "s3", "url": url}
         else:
             path = Path(runner.model_repository).resolve()
             if not path.is_dir():
@@ -228,6 +255,19 @@ def _bundle_repositories(
             entry["model_repository"] = {"kind": "bundled", "path": rel, "source": str(path)}
         recorded.append(entry)
     return recorded
+
+
+def _describe_models(repository: Path) -> list[dict[str, Any]]:
+    """The models of a bundled copy, as the service inspection describes local ones."""
+    return [
+        {
+            "name": model.name,
+            "versions": list(model.versions),
+            "platform": model.spec.platform if model.spec else "",
+            "backend": model.spec.backend if model.spec else "",
+        }
+        for model in LocalModelRepository(repository).list_models().values()
+    ]
 
 
 def _write_docker(
@@ -286,6 +326,18 @@ def _write_docs(
             f"    runnerkit containerize {tag} && docker run --rm -p 3000:3000 {tag} serve --production",
             "",
         ]
+        referenced = [r for r in info.runners if r.model_repository and not r.is_local]
+        if referenced and not config.bundle_models:
+            lines += [
+                "## Model repositories on S3",
+                "",
+                "Read at run time: " + ", ".join(f"`{r.model_repository}`" for r in referenced) + ". The "
+                "bento holds no credential; give them to the container's environment:",
+                "",
+                "    docker run --rm -p 3000:3000 -e AWS_ACCESS_KEY_ID -e AWS_SECRET_ACCESS_KEY "
+                f"-e AWS_DEFAULT_REGION {tag} serve --production",
+                "",
+            ]
         readme = "\n".join(lines)
     (bento_dir / "README.md").write_text(readme, encoding="utf-8")
 

@@ -35,6 +35,13 @@ def register(commands: Any) -> None:
     build.add_argument(
         "--version", dest="bento_version", help="the bento's version (default: the build time)"
     )
+    build.add_argument(
+        "--bundle-models",
+        action="store_true",
+        default=None,
+        help="copy S3 model repositories into the bento (default: reference them by URL; "
+        "also the bentofile key bundle_models: true)",
+    )
     build.add_argument("-q", "--quiet", action="store_true", help="print only the result")
     build.set_defaults(handler=run_build)
 
@@ -88,7 +95,11 @@ def _out() -> Console:
 
 def run_build(args: argparse.Namespace) -> int:
     bento = build_bentofile(
-        args.bentofile, build_ctx=args.build_ctx, version=args.bento_version, quiet=args.quiet
+        args.bentofile,
+        build_ctx=args.build_ctx,
+        version=args.bento_version,
+        quiet=args.quiet,
+        bundle_models=args.bundle_models,
     )
     print(f"Successfully built {bento}")
     return 0
