@@ -56,14 +56,29 @@ def bundled_repository(name: str, given: str | os.PathLike[str]) -> str | os.Pat
     return given if bundled is None else str(bundled)
 
 
+def _option_key(arg: str) -> str:
+    return arg.lstrip("-").split("=", 1)[0]
+
+
 def split_owned_options(cli_args: Iterable[str]) -> tuple[list[str], list[str]]:
     """Split tritonserver arguments into those runnerkit lets through and those it owns."""
     kept: list[str] = []
     dropped: list[str] = []
     for arg in cli_args:
-        key = arg.lstrip("-").split("=", 1)[0]
-        (dropped if key in OWNED_OPTIONS else kept).append(arg)
+        (dropped if _option_key(arg) in OWNED_OPTIONS else kept).append(arg)
     return kept, dropped
+
+
+def override_options(base: Iterable[str], overrides: Iterable[str]) -> tuple[list[str], list[str]]:
+    """`base` with every option that `overrides` sets replaced, and what was replaced.
+
+    A repeated option is replaced as a whole: `--load-model=a` given at deploy time replaces a
+    runner's `--load-model=*`, rather than adding to it.
+    """
+    overrides = list(overrides)
+    keys = {_option_key(arg) for arg in overrides}
+    replaced = [arg for arg in base if _option_key(arg) in keys]
+    return [arg for arg in base if _option_key(arg) not in keys] + overrides, replaced
 
 
 class Runner:
@@ -189,16 +204,19 @@ class Runner:
         """The tritonserver this runner launches, prepared but not started.
 
         The binary is located, options runnerkit owns are dropped with a warning, and models
-        this build cannot run get their fallback (shadow) repository. `extra_args` come after
-        the runner's own `cli_args`. For supervisors (`runnerkit serve --production`) that start,
-        watch and restart the server themselves; `stop_sync()` stops it and removes the shadow
-        repository.
+        this build cannot run get their fallback (shadow) repository. `extra_args` (such as
+        `--triton-options`) replace the runner's own `cli_args` of the same name. For
+        supervisors (`runnerkit serve --production`) that start, watch and restart the server
+        themselves; `stop_sync()` stops it and removes the shadow repository.
         """
         if self.model_repository is None:
             raise ValueError(f"runner {self.name!r} attaches to {self.url}; it has no server to launch")
         self._cleanup_server()
         binary = locate_tritonserver(self.tritonserver_path)
-        kept, dropped = split_owned_options([*self.cli_args, *extra_args])
+        arguments, replaced = override_options(self.cli_args, extra_args)
+        if replaced:
+            logger.info("runner %r: tritonserver options %s replaced by %s", self.name, replaced, extra_args)
+        kept, dropped = split_owned_options(arguments)
         for arg in dropped:
             logger.warning(
                 "runner %r: ignoring tritonserver option %r: runnerkit sets it (ports bind to "
