@@ -159,11 +159,22 @@ class TritonSupervisor:
                     if server.process.poll() is not None:
                         self._recover(server)
                     elif server.explicit and now >= next_index:
-                        server.loaded = server.ready_models()
+                        self._note_loaded(server)
                 except Exception:  # the watcher must survive anything, or nobody restarts Triton
                     logger.exception("runner %r: supervising tritonserver failed", server.name)
             if now >= next_index:
                 next_index = now + _INDEX_INTERVAL
+
+    def _note_loaded(self, server: SupervisedServer) -> None:
+        """Remember which models are loaded (explicit mode: also those loaded at run time)."""
+        try:
+            loaded = server.ready_models()
+        except (OSError, ValueError) as exc:  # it may be dying: the next round restarts it
+            logger.debug("runner %r: model index not read: %s", server.name, exc)
+            return
+        if loaded != server.loaded:
+            server.loaded = loaded
+            logger.info("runner %r: models loaded: %s", server.name, ", ".join(sorted(loaded)) or "none")
 
     def _recover(self, server: SupervisedServer) -> None:
         died = time.monotonic()

@@ -123,7 +123,14 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str, inter
 class ProductionServer:
     """`runnerkit serve TARGET --production ...` in its own session, its log in a file."""
 
-    def __init__(self, target: str, args: Sequence[str], log_path: Path, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        target: str,
+        args: Sequence[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        cwd: Path = REPO_ROOT,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -132,7 +139,7 @@ class ProductionServer:
         self._log = log_path.open("wb")
         self.process = subprocess.Popen(
             self.command,
-            cwd=REPO_ROOT,
+            cwd=cwd,
             env=full_env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -203,9 +210,13 @@ class ProductionServer:
 
 @contextlib.contextmanager
 def production_server(
-    target: str, args: Sequence[str], log_path: Path, env: dict[str, str] | None = None
+    target: str,
+    args: Sequence[str],
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path = REPO_ROOT,
 ) -> Iterator[ProductionServer]:
-    server = ProductionServer(target, args, log_path, env)
+    server = ProductionServer(target, args, log_path, env, cwd)
     try:
         yield server
     finally:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -17,6 +18,7 @@ from runnerkit.cli import main
 
 from .conftest import (
     EXAMPLE,
+    PNG,
     REPO_ROOT,
     RUNNERKIT,
     SLOW_SERVICE,
@@ -156,6 +158,40 @@ def test_explicit_mode_loads_only_the_models_asked_for(
         assert response.status_code == 200 and response.json()["label"] == sample.label
     log = explicit_server.log_path.read_text()
     assert "ignoring --triton-options 'triton_runner.grpc-port=8001': runnerkit binds" in log
+
+
+def _ready_models(http_port: int) -> set[str]:
+    index = httpx.post(f"http://127.0.0.1:{http_port}/v2/repository/index", json={}, timeout=30)
+    return {row["name"] for row in index.json() if row.get("state") == "READY"}
+
+
+def test_models_loaded_at_run_time_are_loaded_again_after_tritonserver_dies(
+    explicit_server: ProductionServer, samples: Sequence[Sample]
+) -> None:
+    server = explicit_server
+    [triton] = server.triton_pids()
+    http_port = triton_ports(triton)["http"]
+    triton_url = f"http://127.0.0.1:{http_port}"
+    loaded = httpx.post(f"{triton_url}/v2/repository/models/digits_postprocess/load", timeout=120)
+    assert loaded.status_code == 200, loaded.text
+    noted = "models loaded: digits_onnx, digits_postprocess"
+    wait_until(lambda: noted in server.log_path.read_text(), 30, "the supervisor to note the load")
+
+    os.kill(triton, signal.SIGKILL)
+    wait_until(lambda: [p for p in server.triton_pids() if p != triton], 60, "a new tritonserver")
+    wait_until(lambda: _refused_or(lambda: _ready_models(http_port)) == {"digits_onnx", "digits_postprocess"},
+               180, "both models to be loaded again")  # fmt: skip
+    assert "loaded 'digits_postprocess' again" in server.log_path.read_text()
+    wait_until(server.ready, 60, "/readyz")
+    response = httpx.post(f"{server.url}/classify", content=samples[3].png, headers=PNG, timeout=30)
+    assert response.status_code == 200 and response.json()["label"] == samples[3].label
+
+
+def _refused_or(read: Callable[[], set[str]]) -> set[str]:
+    try:
+        return read()
+    except httpx.HTTPError:
+        return set()
 
 
 def _refused(url: str) -> bool:
