@@ -236,6 +236,9 @@ class S3ModelRepository:
                 retries={"max_attempts": 3, "mode": "standard"},
                 # S3-compatible servers on host:port rarely resolve bucket sub-domains.
                 s3={"addressing_style": "path"} if self.location.endpoint else {},
+                # The URL alone says where the repository is, as it does for tritonserver:
+                # AWS_ENDPOINT_URL(_S3) must not send boto3 elsewhere.
+                ignore_configured_endpoint_urls=True,
             )
             try:
                 self._client = access.session.client(

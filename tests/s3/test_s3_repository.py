@@ -143,3 +143,17 @@ def test_invalid_config_names_the_object(moto_s3: MotoS3, bucket: str) -> None:
     with pytest.raises(ModelRepositoryError) as info:
         S3ModelRepository.from_url(url).list_models()
     assert f"{url}/model_a/config.pbtxt: invalid model configuration" in str(info.value)
+
+
+def test_the_url_alone_decides_the_endpoint(
+    moto_s3: MotoS3, digits_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tritonserver goes where the URL says: s3://bucket/prefix is AWS itself. boto3 must not be
+    # sent to another endpoint by AWS_ENDPOINT_URL(_S3), or the index would not be Triton's.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_s3.endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto_s3.endpoint)
+    assert "digits_onnx" in S3ModelRepository.from_url(digits_url).list_models()
+    # AWS is not reachable from the tests (or refuses these keys): an error, never moto's index
+    with pytest.raises(S3RepositoryError) as info:
+        S3ModelRepository.from_url("s3://models/digits").list_models()
+    assert moto_s3.endpoint not in str(info.value)
