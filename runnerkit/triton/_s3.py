@@ -36,7 +36,7 @@ _AWS_URL = re.compile(r"^s3://(?P<bucket>[^/:]+)(?P<path>/.*)?$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 URL_FORMS = "s3://bucket/prefix, s3://host:port/bucket/prefix (http) or s3://https://host:port/bucket/prefix"
 
-# What tritonserver's AWS SDK reads; runnerkit replaces all of them with what boto3 resolved.
+# What tritonserver's AWS SDK would read; runnerkit replaces them with what boto3 resolved.
 _CREDENTIAL_VARS = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
@@ -44,6 +44,9 @@ _CREDENTIAL_VARS = (
     "AWS_SECURITY_TOKEN",
     "AWS_PROFILE",
     "AWS_DEFAULT_PROFILE",
+    # the URL alone says where the repository is (newer AWS SDKs read these)
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
 )
 DEFAULT_REGION = "us-east-1"
 CONFIG_FILE = "config.pbtxt"
