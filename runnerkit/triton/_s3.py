@@ -189,7 +189,8 @@ def resolve_access(url: str) -> S3Access:
         access_key=frozen.access_key,
         secret_key=frozen.secret_key,
         token=frozen.token,
-        region=session.region_name or DEFAULT_REGION,
+        # botocore reads AWS_DEFAULT_REGION and the profile; the SDKs of other languages AWS_REGION.
+        region=session.region_name or os.environ.get("AWS_REGION") or DEFAULT_REGION,
         method=credentials.method,
         session=session,
     )

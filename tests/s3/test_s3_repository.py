@@ -157,3 +157,22 @@ def test_the_url_alone_decides_the_endpoint(
     with pytest.raises(S3RepositoryError) as info:
         S3ModelRepository.from_url("s3://models/digits").list_models()
     assert moto_s3.endpoint not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("variables", "region"),
+    [
+        ({}, "us-east-1"),
+        ({"AWS_REGION": "eu-west-3"}, "eu-west-3"),
+        ({"AWS_DEFAULT_REGION": "ap-south-1"}, "ap-south-1"),
+    ],
+)
+def test_region_for_tritonserver(
+    digits_url: str, monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], region: str
+) -> None:
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    env = S3ModelRepository.from_url(digits_url).server_env({"AWS_SESSION_TOKEN": "stale", "KEEP": "1"})
+    assert env["AWS_DEFAULT_REGION"] == env["AWS_REGION"] == region
+    assert env["KEEP"] == "1" and "AWS_SESSION_TOKEN" not in env  # no token resolved: a stale one goes
