@@ -18,7 +18,7 @@ from runnerkit.serving._production import (
 from runnerkit.serving._target import load_service
 
 _DEV_HOST = "127.0.0.1"
-_PRODUCTION_ONLY = ("workers", "triton_options", "grace_period")
+_PRODUCTION_ONLY = ("workers", "triton_options", "grace_period", "no_access_log")
 
 
 class _ServeParser(argparse.ArgumentParser):
@@ -64,10 +64,12 @@ def register(commands: Any) -> None:
     production.add_argument(
         "--triton-options",
         action="append",
-        default=[],
         metavar="[RUNNER.]KEY=VALUE",
         help="a tritonserver option (repeatable): key=value or --key=value for every runner, "
         "runner_name.key=value for one; e.g. model-control-mode=explicit, load-model=NAME",
+    )
+    production.add_argument(
+        "--no-access-log", action="store_true", default=None, help="no log line per request (access log)"
     )
     production.add_argument(
         "--grace-period",
@@ -86,13 +88,13 @@ def run(args: argparse.Namespace) -> int:
             host=args.host or DEFAULT_HOST,
             port=args.port,
             workers=resolve_workers(args.workers),
-            triton_options=tuple(args.triton_options),
+            triton_options=tuple(args.triton_options or ()),
             grace_period=DEFAULT_GRACE_PERIOD if args.grace_period is None else args.grace_period,
+            access_log=not args.no_access_log,
         )
         return serve_production(load_service(args.target), settings)
-    given = [
-        f"--{name.replace('_', '-')}" for name in _PRODUCTION_ONLY if getattr(args, name) not in (None, [])
-    ]
+    # Their defaults are None, so that anything given shows (even --workers 0).
+    given = [f"--{name.replace('_', '-')}" for name in _PRODUCTION_ONLY if getattr(args, name) is not None]
     if given:
         raise ServeConfigError(f"{', '.join(given)} only apply with --production")
     target = load_service(args.target)

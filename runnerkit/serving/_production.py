@@ -87,6 +87,7 @@ class ProductionSettings:
     workers: int = 1
     triton_options: tuple[str, ...] = ()
     grace_period: float = DEFAULT_GRACE_PERIOD
+    access_log: bool = True
 
 
 def serve_production(target: ServiceTarget, settings: ProductionSettings) -> int:
@@ -130,6 +131,7 @@ def _run_workers(target: ServiceTarget, settings: ProductionSettings, sock: sock
         "workers": settings.workers,
         "log_config": log_config(logging.getLogger().getEffectiveLevel()),
         "use_colors": False,
+        "access_log": settings.access_log,
         "lifespan": "on",
         "timeout_graceful_shutdown": math.ceil(settings.grace_period),
     }

@@ -85,7 +85,7 @@ def test_the_command_line_takes_every_form_of_triton_options() -> None:
          "--triton-options=--load-model=a", "--triton-options", "r.load-model=b", "--workers", "2"]
     )  # fmt: skip
     assert args.triton_options == ["--model-control-mode=explicit", "--load-model=a", "r.load-model=b"]
-    assert args.production and args.workers == 2 and args.host is None
+    assert args.production and args.workers == 2 and args.host is None and args.no_access_log is None
 
 
 def test_worker_count_comes_from_the_flag_then_the_environment() -> None:
