@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import grpc
+import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.grpc.aio as grpcclient_aio
 import tritonclient.http as httpclient
@@ -51,6 +52,12 @@ class InferOptions:
 
 
 DEFAULT_OPTIONS = InferOptions()
+
+
+def bf16_from_float32(array: np.ndarray) -> bytes:
+    """BF16 wire bytes of a float32 array (the upper half of each value, as tritonclient < 2.71
+    sent them; newer ones hand ml_dtypes.bfloat16 arrays, which need no conversion)."""
+    return (np.ascontiguousarray(array, dtype="<f4").view("<u4") >> 16).astype("<u2").tobytes()
 
 
 def _is_unavailable_status(status: str | None) -> bool:
@@ -159,6 +166,8 @@ class GrpcClient(TritonClient):
             if item.datatype == "BYTES":
                 serialized = serialize_byte_tensor(array)
                 contents.append(serialized.item() if serialized.size else b"")
+            elif item.datatype == "BF16" and array.dtype.itemsize == 4:
+                contents.append(bf16_from_float32(array))
             else:
                 contents.append(array.tobytes())
         for name in outputs or ():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from tritonclient.utils import triton_to_np_dtype
 
 # Triton's wire names (KServe v2 "datatype") keyed by model-config enum name.
 CONFIG_TO_WIRE: dict[str, str] = {
@@ -36,8 +37,9 @@ WIRE_TO_NUMPY: dict[str, np.dtype] = {
     "FP32": np.dtype(np.float32),
     "FP64": np.dtype(np.float64),
     "BYTES": np.dtype(np.object_),
-    # numpy has no bfloat16; Triton accepts BF16 tensors as float32 arrays on the client side.
-    "BF16": np.dtype(np.float32),
+    # numpy has no bfloat16 of its own: follow the installed tritonclient (ml_dtypes.bfloat16
+    # since 2.71, float32 before), so results and requests agree with its as_numpy.
+    "BF16": np.dtype(triton_to_np_dtype("BF16")),
 }
 
 

@@ -76,9 +76,18 @@ class InputValidator:
                 raise self._error(tensor, f"expected BYTES (str or bytes), got dtype {array.dtype}")
             if array.dtype.kind != "O":
                 array = array.astype(object)
+        elif tensor.datatype == "BF16":
+            # numpy users rarely hold bfloat16 arrays: any floating data is narrowed to BF16.
+            array = np.asarray(value)
+            if array.dtype != expected:
+                if array.dtype.kind != "f":
+                    raise self._error(
+                        tensor, f"expected BF16 (floating point values), got dtype {array.dtype}"
+                    )
+                array = array.astype(expected)
         elif isinstance(value, np.ndarray):
             array = value
-            if array.dtype != expected and tensor.datatype != "BF16":
+            if array.dtype != expected:
                 raise self._error(
                     tensor,
                     f"expected dtype {tensor.datatype} (numpy {expected}), got {array.dtype}; "
