@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from google.protobuf.json_format import MessageToJson
 
 
 class InferResult:
@@ -26,9 +28,14 @@ class InferResult:
         return self.raw.as_numpy(name)
 
     def get_output(self, name: str, as_json: bool = False) -> Any:
-        if self.protocol == "grpc":
-            return self.raw.get_output(name, as_json=as_json)
-        return self.raw.get_output(name)
+        if self.protocol != "grpc":
+            return self.raw.get_output(name)
+        output = self.raw.get_output(name)
+        if output is None or not as_json:
+            return output
+        # tritonclient's gRPC get_output(as_json=True) returns None (a missing `return`): build
+        # the dict as its get_response(as_json=True) does.
+        return json.loads(MessageToJson(output, preserving_proto_field_name=True))
 
     def get_response(self, as_json: bool = False) -> Any:
         if self.protocol == "grpc":
