@@ -99,6 +99,7 @@ def build_shadow_repository(
             version_dir = target / str(version)
             version_dir.mkdir()
             for entry in (model.path / str(version)).iterdir():
-                os.symlink(entry, version_dir / entry.name)
+                if entry.name != "model.py":  # a link there would let the copy below write through
+                    os.symlink(entry, version_dir / entry.name)
             shutil.copyfile(_EXECUTOR, version_dir / "model.py")
     return destination
