@@ -9,6 +9,7 @@ import http.client
 import itertools
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -34,6 +35,9 @@ OWNED_OPTIONS = frozenset(
     }
 )  # fmt: skip
 _BIND_ERRORS = ("already in use", "address in use", "failed to bind", "socket bind")
+# glog's error and fatal prefixes (E1121 03:25:30...), and plain-text failures
+_ERROR_LINE = re.compile(r"^[EF]\d{4} |error|unrecognized|failed|invalid", re.IGNORECASE)
+_HEAD_LINES = 40
 _LAUNCH_ATTEMPTS = 5
 _counter = itertools.count()
 
@@ -65,7 +69,7 @@ def free_port(host: str = LOOPBACK) -> int:
 def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
     """`count` distinct ports free right now (all held open together, so none repeats)."""
     with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
         for sock in sockets:
             sock.bind((host, 0))
         return [int(sock.getsockname()[1]) for sock in sockets]
@@ -101,6 +105,10 @@ class TritonServerProcess:
         self._env = env
         self._log_prefix = log_prefix
         self._tail: collections.deque[str] = collections.deque(maxlen=log_lines)
+        # The tail alone can miss why a start failed: a bad option is named on the first line,
+        # before hundreds of lines of usage text.
+        self._head: list[str] = []
+        self._error_lines: collections.deque[str] = collections.deque(maxlen=20)
         self._on_log_line = on_log_line
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
@@ -133,7 +141,8 @@ class TritonServerProcess:
 
     def start(self) -> ServerAddresses:
         """Launch and return the addresses; does not wait for readiness (see wait_ready)."""
-        addresses = ServerAddresses(*free_ports(3))
+        grpc_port, http_port, metrics_port = free_ports(3)
+        addresses = ServerAddresses(grpc_port, http_port, metrics_port)
         self._launch(addresses)
         self.addresses = addresses
         return addresses
@@ -151,6 +160,8 @@ class TritonServerProcess:
 
     def _launch(self, addresses: ServerAddresses) -> None:
         self._tail.clear()
+        self._head = []
+        self._error_lines.clear()
         cmd = self.command(addresses)
         logger.debug("launching %s", " ".join(cmd))
         self._process = subprocess.Popen(
@@ -175,6 +186,10 @@ class TritonServerProcess:
         for raw in iter(process.stdout.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip()
             self._tail.append(line)
+            if len(self._head) < _HEAD_LINES:
+                self._head.append(line)
+            if _ERROR_LINE.search(line):
+                self._error_lines.append(line)
             if self._on_log_line is not None:
                 self._on_log_line(line)
             else:
@@ -195,6 +210,19 @@ class TritonServerProcess:
         if self._reader is not None and self.poll() is not None:
             self._reader.join(timeout=2)  # let the reader drain what the process last wrote
         return "\n".join(list(self._tail)[-lines:])
+
+    def failure_log(self, lines: int = 60) -> str:
+        """What to show when the server did not come up: the tail, plus earlier error lines."""
+        tail = self.log_tail(lines)
+        for index, line in enumerate(self._head):
+            if line.startswith("Usage: "):
+                # A command-line error: tritonserver names it, then prints its whole usage.
+                return "\n".join([*self._head[:index], "(tritonserver's usage text omitted)"])
+        tail_lines = set(tail.splitlines())
+        earlier = [line for line in self._error_lines if line not in tail_lines]
+        if earlier:
+            return "\n".join(["(earlier error lines)", *earlier, "(last lines)", tail])
+        return tail
 
     def is_ready(self) -> bool:
         if self.addresses is None or self.poll() is not None:
@@ -234,11 +262,11 @@ class TritonServerProcess:
                 raise TritonStartError(
                     f"tritonserver exited with code {code} before it was ready "
                     f"(model repository: {', '.join(self.model_repositories)})",
-                    log_tail=self.log_tail(),
+                    log_tail=self.failure_log(),
                     exit_code=code,
                 )
             if time.monotonic() > deadline:
-                tail = self.log_tail()
+                tail = self.failure_log()
                 self.stop()
                 raise TritonStartError(f"tritonserver was not ready within {timeout:.0f} s", log_tail=tail)
             time.sleep(delay)
