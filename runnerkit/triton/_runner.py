@@ -283,12 +283,16 @@ class Runner:
         if self._started:
             return
         attach = self._attach_addresses()
-        if attach is None:
-            self._launch()
-            await asyncio.get_running_loop().run_in_executor(None, self._wait_owned_server)
-        else:
-            self._addresses = attach
-        await self._connect(attached=attach is not None)
+        try:
+            if attach is None:
+                self._launch()
+                await asyncio.get_running_loop().run_in_executor(None, self._wait_owned_server)
+            else:
+                self._addresses = attach
+            await self._connect(attached=attach is not None)
+        except BaseException:
+            await self.stop()  # also when cancelled: a server that never became usable must not stay
+            raise
 
     def start_sync(self) -> None:
         if self._started:
@@ -340,13 +344,16 @@ class Runner:
         self._started = False
         loop = asyncio.get_running_loop()
         await self._close_clients(loop)
-        if self._sync_loop is not None:
-            self._stop_sync_loop()
-        await loop.run_in_executor(None, self._cleanup_server)
+        # Blocking work (other loops' clients, the server's exit) off this loop.
+        await loop.run_in_executor(None, self._release)
 
     def stop_sync(self) -> None:
         self._started = False
+        self._release()
+
+    def _release(self) -> None:
         self._stop_sync_loop()
+        self._close_other_loops_clients()
         self._cleanup_server()
 
     def _stop_sync_loop(self) -> None:
@@ -360,14 +367,37 @@ class Runner:
             finally:
                 sync_loop.stop()
 
+    def _close_other_loops_clients(self) -> None:
+        """Close the clients made on other event loops (each on its own loop, while it runs)."""
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        for loop in list(self._clients):
+            client = self._clients.pop(loop, None)
+            # A loop that has ended took its connections with it; the caller's own loop cannot
+            # be waited on from here.
+            if client is None or loop is current or loop.is_closed() or not loop.is_running():
+                continue
+            future = asyncio.run_coroutine_threadsafe(self._close_client(client), loop)
+            try:
+                future.result(timeout=10)
+            except Exception:
+                logger.debug("closing a Triton client on another event loop failed", exc_info=True)
+        self._last_client = (None, None)
+
     async def _close_clients(self, loop: asyncio.AbstractEventLoop) -> None:
         client = self._clients.pop(loop, None)
         self._last_client = (None, None)
         if client is not None:
-            try:
-                await client.close()
-            except Exception:  # closing a dead connection must not stop the shutdown
-                logger.debug("closing the Triton client failed", exc_info=True)
+            await self._close_client(client)
+
+    @staticmethod
+    async def _close_client(client: TritonClient) -> None:
+        try:
+            await client.close()
+        except Exception:  # closing a dead connection must not stop the shutdown
+            logger.debug("closing the Triton client failed", exc_info=True)
 
     def _cleanup_server(self) -> None:
         # Taken before stopping: a failed wait in the executor may clean up concurrently.
@@ -464,7 +494,9 @@ class Runner:
             local = self.repository_models.get(model)
             if local is None or local.spec is None:
                 raise
-            spec = local.spec  # not loaded (explicit mode): Triton will say so on infer
+            # Not loaded (explicit mode): check against the repository's file, and let Triton
+            # say so on infer. Not cached: a later load may bring another configuration.
+            return InputValidator(local.spec)
         validator = self._validators[model] = InputValidator(spec)
         return validator
 
