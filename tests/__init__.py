@@ -1,0 +1,1 @@
+"""runnerkit's tests (a package, so test modules of the same name in different folders coexist)."""

@@ -1,0 +1,1 @@
+"""Tests of runnerkit.triton against real tritonserver processes."""
