@@ -35,10 +35,13 @@ def test_default_dockerfile() -> None:
     assert 'ENV MODE="fast"' in lines
     assert "USER runnerkit" in lines and "EXPOSE 3000" in lines
     assert "/readyz" in text and "HEALTHCHECK" in text
-    assert lines[-2] == 'ENTRYPOINT ["/home/runnerkit/bento/env/docker/entrypoint.sh"]'
-    assert lines[-1] == 'CMD ["serve", "--production"]'
-    # non-root from the first instruction that runs the service on
-    assert lines.index("USER runnerkit") < lines.index(lines[-2])
+    entrypoint = 'ENTRYPOINT ["/home/runnerkit/bento/env/docker/entrypoint.sh"]'
+    assert 'CMD ["serve", "--production"]' in lines
+    # the service runs as the non-root user
+    assert lines.index("USER runnerkit") < lines.index(entrypoint)
+    # labels change with every build: last, so that the layers before them stay cached
+    assert lines[-2].startswith("LABEL ai.runnerkit.bento=") and lines[-1] == 'LABEL "team"="ml"'
+    assert lines.index("COPY . /home/runnerkit/bento") < len(lines) - 2
 
 
 def test_env_values_are_quoted_literally() -> None:
