@@ -3,7 +3,6 @@ model_repository_extra/, tmp repositories, and process bookkeeping."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -76,13 +75,6 @@ def alive(pids: Iterable[int]) -> set[int]:
     return left
 
 
-def command_line(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
 def server_pid(runner: Runner) -> int:
     """The owned tritonserver's PID (its process group has the same id: it leads its session)."""
     server = runner._server
@@ -104,10 +96,6 @@ async def inference_counts(runner: Runner, model: str) -> tuple[int, int]:
             for s in stats["model_stats"]
         ]
     return sum(r[0] for r in rows), sum(r[1] for r in rows)
-
-
-def env_without(*names: str) -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in names}
 
 
 def digits(rows: int, seed: int = 0) -> np.ndarray:
