@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runnerkit import exceptions, io, triton
+from runnerkit import bentos, exceptions, io, triton
 from runnerkit.exceptions import (
     InvalidInputError,
     ModelNotFoundError,
@@ -31,6 +31,7 @@ __all__ = [
     "TritonStartError",
     "TritonUnavailableError",
     "__version__",
+    "bentos",
     "exceptions",
     "io",
     "triton",
