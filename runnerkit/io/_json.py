@@ -6,12 +6,13 @@ import json
 from typing import Any
 
 import attrs
+import cattrs
 import numpy as np
-from starlette.requests import Request
 from starlette.responses import Response
 
 from runnerkit.exceptions import BadRequestError
 from runnerkit.io._base import IODescriptor
+from runnerkit.io._schema import attrs_schema, pydantic_schema
 
 
 def _default(value: Any) -> Any:
@@ -30,6 +31,18 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def loads(data: bytes, what: str) -> Any:
+    """Parse a JSON body, or BadRequestError saying where it broke."""
+    if not data.strip():
+        raise BadRequestError(f"{what}: the body is empty; expected JSON")
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise BadRequestError(f"{what}: the body is not UTF-8 text: {exc}") from None
+    except ValueError as exc:
+        raise BadRequestError(f"{what}: the body is not valid JSON: {exc}") from None
+
+
 class JSONResponse(Response):
     media_type = "application/json"
 
@@ -37,7 +50,33 @@ class JSONResponse(Response):
         return dumps(content)
 
 
+def _strict(kind: type) -> Any:
+    """A cattrs hook that accepts only JSON values of `kind` (no "5" -> 5 coercion)."""
+    accepted = (int, float) if kind is float else kind
+
+    def structure(value: Any, _: Any) -> Any:
+        if (isinstance(value, bool) and kind is not bool) or not isinstance(value, accepted):
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    return structure
+
+
+def _attrs_converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    for kind in (int, float, str, bool):
+        converter.register_structure_hook(kind, _strict(kind))
+    return converter
+
+
+_CONVERTER = _attrs_converter()
+
+
 class JSON(IODescriptor):
+    """Any JSON value; with `model=` (an attrs class or a pydantic model) the body is validated
+    and the API gets an instance. As an output, anything `json` can write, plus numpy arrays and
+    scalars, attrs instances and pydantic models."""
+
     type_name = "JSON"
     media_type = "application/json"
 
@@ -46,44 +85,66 @@ class JSON(IODescriptor):
             raise TypeError(f"JSON(model=...) takes an attrs class or a pydantic model, got {model!r}")
         self.model = model
 
-    async def from_http_request(self, request: Request) -> Any:
-        body = await request.body()
-        try:
-            data = json.loads(body)
-        except ValueError as exc:
-            raise BadRequestError(f"request body is not valid JSON: {exc}") from None
-        return self.validate(data)
+    @classmethod
+    def from_sample(cls, sample: Any, **kwargs: Any) -> JSON:
+        """`sample` is any JSON-able value; an attrs or pydantic instance also sets `model=`."""
+        if "model" not in kwargs and (attrs.has(type(sample)) or hasattr(sample, "model_validate")):
+            kwargs["model"] = type(sample)
+        descriptor = cls(**kwargs)
+        dumps(sample)  # fails now, not when the docs are first read
+        descriptor.sample = sample
+        return descriptor
+
+    async def from_bytes(self, data: bytes, media_type: str | None) -> Any:
+        return self.validate(loads(data, "JSON input"))
 
     def validate(self, data: Any) -> Any:
         model = self.model
         if model is None:
             return data
+        name = model.__name__
         if hasattr(model, "model_validate"):
             try:
                 return model.model_validate(data)
-            except ValueError as exc:
-                raise BadRequestError(f"JSON does not match {model.__name__}: {exc}") from None
+            except ValueError as exc:  # pydantic.ValidationError
+                errors = getattr(exc, "errors", None)
+                detail = (
+                    "; ".join(
+                        f"{'.'.join(str(p) for p in e['loc']) or '(body)'}: {e['msg']}" for e in errors()
+                    )
+                    if callable(errors)
+                    else str(exc)
+                )
+                raise BadRequestError(f"JSON input does not match {name}: {detail}") from None
         if not isinstance(data, dict):
-            raise BadRequestError(f"expected a JSON object for {model.__name__}, got {type(data).__name__}")
+            raise BadRequestError(f"JSON input: expected an object for {name}, got {type(data).__name__}")
         try:
-            return model(**data)
-        except (TypeError, ValueError) as exc:
-            raise BadRequestError(f"JSON does not match {model.__name__}: {exc}") from None
+            return _CONVERTER.structure(data, model)
+        except Exception as exc:
+            if isinstance(exc, cattrs.BaseValidationError):
+                problems = cattrs.transform_error(exc, path="body")
+            else:
+                problems = [str(exc)]
+            raise BadRequestError(f"JSON input does not match {name}: {'; '.join(problems)}") from None
 
-    def to_http_response(self, value: Any) -> Response:
-        return JSONResponse(value)
+    def to_bytes(self, value: Any) -> tuple[bytes, str]:
+        return dumps(value), self.media_type
+
+    def openapi_components(self) -> dict[str, Any]:
+        components: dict[str, Any] = {}
+        self._schema(components)
+        return components
 
     def openapi_schema(self) -> dict[str, Any]:
+        return self._schema({})
+
+    def _schema(self, components: dict[str, Any]) -> dict[str, Any]:
         model = self.model
-        if model is not None and hasattr(model, "model_json_schema"):
-            return dict(model.model_json_schema())
-        if model is not None and attrs.has(model):
-            return {
-                "type": "object",
-                "title": model.__name__,
-                "properties": {f.name: {} for f in attrs.fields(model)},
-            }
-        return {"type": "object"}
+        if model is None:
+            return {}  # any JSON value
+        if hasattr(model, "model_json_schema"):
+            return pydantic_schema(model, components)
+        return attrs_schema(model, components)
 
     def openapi_example(self) -> Any:
         return None if self.sample is None else json.loads(dumps(self.sample))
@@ -93,3 +154,6 @@ class JSON(IODescriptor):
         if self.model is not None:
             spec["model"] = f"{self.model.__module__}.{self.model.__qualname__}"
         return spec
+
+    def __repr__(self) -> str:
+        return "JSON()" if self.model is None else f"JSON(model={self.model.__name__})"
