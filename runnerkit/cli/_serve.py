@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from typing import Any
 
+from runnerkit.service._service import ENV_EXPOSE_TRITON
 from runnerkit.serving._dev import serve_development
 from runnerkit.serving._production import (
     DEFAULT_GRACE_PERIOD,
@@ -77,10 +79,20 @@ def register(commands: Any) -> None:
         metavar="SECONDS",
         help=f"on SIGTERM/SIGINT, how long in-flight requests may take (default {DEFAULT_GRACE_PERIOD:.0f})",
     )
+    parser.add_argument(
+        "--expose-triton",
+        nargs="?",
+        const="1",
+        metavar="RUNNER",
+        help="also proxy Triton's KServe v2 endpoints under /v2 (of the first runner, or of RUNNER)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.expose_triton:
+        # Services read it when they are built, here and in every worker this process starts.
+        os.environ[ENV_EXPOSE_TRITON] = args.expose_triton
     if args.production:
         if args.reload:
             raise ServeConfigError("--reload is for development; leave it out with --production")

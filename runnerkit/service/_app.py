@@ -10,43 +10,19 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Message
 
-from runnerkit.exceptions import PayloadTooLargeError
+from runnerkit.exceptions import ModelNotFoundError, RunnerNotStartedError
 from runnerkit.io._json import JSONResponse
-from runnerkit.service._errors import error_response
+from runnerkit.service._body import read_body
+from runnerkit.service._errors import error_body, error_response
 from runnerkit.service._metrics import ServiceMetrics
 from runnerkit.service._service import API, Service
 
 _READY_CHECK_TIMEOUT = 2.0
-
-
-async def read_body(request: Request, limit: int) -> Request:
-    """The request with its body read once, refusing bodies over `limit` bytes (413)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLargeError(f"request body of {declared} bytes is over the limit of {limit} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLargeError(f"request body is over the limit of {limit} bytes")
-        chunks.append(chunk)
-    body = b"".join(chunks)
-    replayed = False
-
-    async def receive() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
-
-    return Request(request.scope, receive)
 
 
 def api_endpoint(service: Service, api: API, metrics: ServiceMetrics) -> Any:
@@ -63,12 +39,25 @@ def api_endpoint(service: Service, api: API, metrics: ServiceMetrics) -> Any:
                 result = await run_in_threadpool(api.func, argument)
             response = api.output.to_http_response(result)
         except Exception as exc:
-            response = error_response(exc, api=api.name, request_id=request.headers.get("x-request-id"))
+            response = error_response(
+                _while_starting(service, exc), api=api.name, request_id=request.headers.get("x-request-id")
+            )
         metrics.observe(api.name, response.status_code, time.perf_counter() - started)
         return response
 
     endpoint.__name__ = api.name
     return endpoint
+
+
+def _while_starting(service: Service, exc: Exception) -> Exception:
+    """An attached runner learns its models when it connects: before that, an unknown model
+    means "not started yet" (503), not "no such model" (404)."""
+    starting = [r.name for r in service.runners if not r.is_started]
+    if isinstance(exc, ModelNotFoundError) and starting:
+        return RunnerNotStartedError(
+            f"runners {starting} have not started yet (Triton is starting or unreachable): {exc}"
+        )
+    return exc
 
 
 async def _runner_states(service: Service) -> dict[str, str]:
@@ -123,6 +112,9 @@ def build_app(service: Service) -> Starlette:
     async def metrics_endpoint(request: Request) -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    async def index(request: Request) -> Response:
+        return RedirectResponse(request.scope.get("root_path", "").rstrip("/") + "/docs")
+
     routes: list[BaseRoute] = [
         Route(api.route, api_endpoint(service, api, metrics), methods=["POST"], name=api.name)
         for api in service.apis.values()
@@ -131,12 +123,15 @@ def build_app(service: Service) -> Starlette:
     routes += [
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/", index, methods=["GET"]),
     ]
-    routes += docs_routes()
-    if service.expose_triton:
+    routes += docs_routes(f"{service.name} API")
+    proxy: Any = None
+    if service.triton_proxy_runner is not None:
         from runnerkit.service._triton_proxy import triton_proxy_routes
 
-        routes += triton_proxy_routes(service)
+        proxy_routes, proxy = triton_proxy_routes(service, metrics)
+        routes += proxy_routes
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -144,9 +139,22 @@ def build_app(service: Service) -> Starlette:
         try:
             yield
         finally:
+            if proxy is not None:
+                await proxy.aclose()
             await service.shutdown()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    async def http_error(request: Request, exc: Exception) -> Response:
+        # 404 / 405 from routing, as JSON like every other error of the service.
+        assert isinstance(exc, HTTPException)
+        body = error_body(f"{request.method} {request.url.path}: {exc.detail}", "HTTPException")
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    async def unexpected_error(request: Request, exc: Exception) -> Response:
+        # Anything that escaped an endpoint: JSON with a request id, the traceback to the log.
+        return error_response(exc, api=request.url.path, request_id=request.headers.get("x-request-id"))
+
+    handlers = {HTTPException: http_error, Exception: unexpected_error}
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
     app.state.service = service
     app.state.metrics = metrics
     return app

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from runnerkit._settings import TRUE_WORDS
 from runnerkit.io._base import IODescriptor
 from runnerkit.triton._runner import Runner
 
@@ -25,7 +26,24 @@ DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
 ENV_MAX_REQUEST_BYTES = "RUNNERKIT_MAX_REQUEST_BYTES"
 ENV_EXPOSE_TRITON = "RUNNERKIT_EXPOSE_TRITON"
 _ROUTE = re.compile(r"^/[A-Za-z0-9_\-./{}]*$")
-_RESERVED_ROUTES = frozenset({"/livez", "/readyz", "/healthz", "/metrics", "/docs", "/openapi.json"})
+_RESERVED_ROUTES = frozenset({"/", "/livez", "/readyz", "/healthz", "/metrics", "/docs", "/openapi.json"})
+_RESERVED_PREFIXES = ("/v2/", "/docs/")
+
+
+def _reserved_prefix(route: str) -> bool:
+    return route == "/v2" or route.startswith(_RESERVED_PREFIXES)
+
+
+def _expose_setting(value: bool | str | None) -> bool | str:
+    """expose_triton as given, else from RUNNERKIT_EXPOSE_TRITON: a flag word or a runner name."""
+    if value is None:
+        raw = os.environ.get(ENV_EXPOSE_TRITON, "").strip()
+        if raw.lower() in ("", "0", "false", "no", "off"):
+            return False
+        return True if raw.lower() in TRUE_WORDS else raw
+    if isinstance(value, str) and not value:
+        raise ValueError("expose_triton takes True, False, or a runner name")
+    return value
 
 
 @attrs.frozen
@@ -52,14 +70,27 @@ class API:
 
 
 class Service:
-    """`Service("digits", runners=[triton_runner])`, with `@svc.api(input=..., output=...)`."""
+    """`Service("digits", runners=[triton_runner])`, with `@svc.api(input=..., output=...)`.
+
+    `expose_triton=True` also serves Triton's KServe v2 endpoints under `/v2` (health, server
+    and model metadata, model config, infer; never the repository or load/unload endpoints), as
+    Azure ML's Triton deployments do. They go to the first runner's tritonserver; with several
+    runners, name the one to expose: `expose_triton="runner_name"`. Default: the environment
+    variable RUNNERKIT_EXPOSE_TRITON (`1`/`true`, or a runner name), as `runnerkit serve
+    --expose-triton` sets it. The proxy uses the runner's Triton HTTP address, which owned and
+    supervised servers always have; a runner attached with `url=` has one only with
+    `tritonserver_type="http"`.
+
+    `max_request_bytes` (default RUNNERKIT_MAX_REQUEST_BYTES, else 32 MiB) bounds request
+    bodies: larger ones get 413 before they are read.
+    """
 
     def __init__(
         self,
         name: str,
         runners: Iterable[Runner] = (),
         *,
-        expose_triton: bool | None = None,
+        expose_triton: bool | str | None = None,
         max_request_bytes: int | None = None,
     ) -> None:
         if not re.fullmatch(r"[a-z0-9]([a-z0-9_.\-]*[a-z0-9])?", name):
@@ -70,16 +101,37 @@ class Service:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"service {name!r}: runner names must be unique, repeated: {duplicates}")
-        if expose_triton is None:
-            expose_triton = os.environ.get(ENV_EXPOSE_TRITON, "").lower() in ("1", "true", "yes")
-        self.expose_triton = expose_triton
+        self.expose_triton: bool | str = _expose_setting(expose_triton)
+        # Resolved now, so a wrong runner name fails at definition time, not on the first call.
+        self.triton_proxy_runner: Runner | None = self._proxy_runner()
         if max_request_bytes is None:
-            max_request_bytes = int(os.environ.get(ENV_MAX_REQUEST_BYTES, DEFAULT_MAX_REQUEST_BYTES))
+            raw = os.environ.get(ENV_MAX_REQUEST_BYTES) or str(DEFAULT_MAX_REQUEST_BYTES)
+            if not raw.strip().isdigit():
+                raise ValueError(f"{ENV_MAX_REQUEST_BYTES} must be a number of bytes, got {raw!r}")
+            max_request_bytes = int(raw)
+        if max_request_bytes <= 0:
+            raise ValueError(f"max_request_bytes must be positive, got {max_request_bytes}")
         self.max_request_bytes = max_request_bytes
         self.apis: dict[str, API] = {}
         self._app: Starlette | None = None
         self._start_task: asyncio.Task[None] | None = None
         self.startup_error: BaseException | None = None
+
+    def _proxy_runner(self) -> Runner | None:
+        setting = self.expose_triton
+        if setting is False:
+            return None
+        if not self.runners:
+            raise ValueError(f"service {self.name!r}: expose_triton needs a runner, and the service has none")
+        if setting is True:
+            return self.runners[0]
+        for runner in self.runners:
+            if runner.name == setting:
+                return runner
+        raise ValueError(
+            f"service {self.name!r}: expose_triton={setting!r} names no runner; runners: "
+            f"{[r.name for r in self.runners]}"
+        )
 
     def api(
         self,
@@ -97,12 +149,14 @@ class Service:
                     f"{role}= takes an IO descriptor such as runnerkit.io.JSON(), got {descriptor!r}"
                 )
 
+        tag_list = (tags,) if isinstance(tags, str) else tuple(tags)
+
         def register(func: F) -> F:
             api_name = name or func.__name__
             api_route = route or f"/{api_name}"
             if not api_route.startswith("/"):
                 api_route = "/" + api_route
-            if not _ROUTE.match(api_route) or api_route in _RESERVED_ROUTES or api_route.startswith("/v2"):
+            if not _ROUTE.match(api_route) or api_route in _RESERVED_ROUTES or _reserved_prefix(api_route):
                 raise ValueError(f"API {api_name!r}: route {api_route!r} is invalid or reserved")
             if api_name in self.apis:
                 raise ValueError(f"service {self.name!r} already has an API named {api_name!r}")
@@ -119,7 +173,7 @@ class Service:
                 output=output,
                 is_async=inspect.iscoroutinefunction(func),
                 doc=inspect.getdoc(func) or "",
-                tags=tuple(tags),
+                tags=tag_list,
             )
             return func
 
