@@ -3,24 +3,43 @@
 Serve it with `runnerkit serve services/digits.py:svc`, then:
     curl -s -X POST -H 'Content-Type: image/png' --data-binary @samples/digit_3.png \
         http://127.0.0.1:3000/classify
+The API docs are at http://127.0.0.1:3000/docs.
 """
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
-import attrs
 import numpy as np
 from PIL import Image
 
 import runnerkit
 from runnerkit import io as rio
+from runnerkit.exceptions import BadRequestError, ModelNotFoundError
 
-MODEL_REPOSITORY = Path(__file__).resolve().parent.parent / "model_repository"
+ROOT = Path(__file__).resolve().parent.parent
+MODEL_REPOSITORY = ROOT / "model_repository"
+SAMPLE_IMAGE = ROOT / "samples" / "digit_3.png"
 
-triton_runner = runnerkit.triton.Runner("triton_runner", model_repository=MODEL_REPOSITORY)
+# Explicit model control (every model loaded at start) lets the management APIs load and unload.
+triton_runner = runnerkit.triton.Runner(
+    "triton_runner",
+    model_repository=MODEL_REPOSITORY,
+    cli_args=["--model-control-mode=explicit", "--load-model=*"],
+)
 svc = runnerkit.Service("digits", runners=[triton_runner])
+
+# The sample shows in the docs; a copy of the service without samples/ (a bento that leaves
+# them out) still serves.
+image_input = rio.Image.from_sample(SAMPLE_IMAGE) if SAMPLE_IMAGE.is_file() else rio.Image()
+encoded_input = (
+    rio.File.from_sample(SAMPLE_IMAGE, mime_types=("image/png", "image/jpeg"))
+    if SAMPLE_IMAGE.is_file()
+    else rio.File(mime_types=("image/png", "image/jpeg"))
+)
+prediction_output = rio.JSON.from_sample({"label": 3, "probability": 0.98, "probabilities": [0.002] * 10})
 
 
 def preprocess(image: Image.Image) -> np.ndarray:
@@ -41,23 +60,27 @@ def postprocess(logits: np.ndarray) -> dict[str, Any]:
     }
 
 
-@svc.api(input=rio.Image(), output=rio.JSON())
+@svc.api(input=image_input, output=prediction_output)
 async def classify(image: Image.Image) -> dict[str, Any]:
     """Classify a digit image (PNG or JPEG, bright ink on a dark background) with digits_onnx."""
     result = await triton_runner.digits_onnx.async_run(preprocess(image))
     return postprocess(result.as_numpy("logits"))
 
 
-@svc.api(input=rio.Image(), output=rio.JSON())
+@svc.api(input=image_input, output=prediction_output)
 def classify_torchscript(image: Image.Image) -> dict[str, Any]:
     """The same through the TorchScript model (a sync API: it runs in the thread pool)."""
     result = triton_runner.digits_torchscript.run(preprocess(image))
     return postprocess(result.as_numpy("OUTPUT__0"))
 
 
-@svc.api(input=rio.File(mime_types=("image/png", "image/jpeg")), output=rio.JSON())
+@svc.api(input=encoded_input, output=rio.JSON.from_sample({"label": 3, "probability": 0.98}))
 async def classify_pipeline(data: bytes) -> dict[str, Any]:
     """The encoded image sent as-is through the digits_pipeline ensemble (pre/post in Triton)."""
+    try:
+        Image.open(io.BytesIO(data))  # reads the header only: refuse non-images here with 400
+    except Exception as exc:
+        raise BadRequestError(f"expected a PNG or JPEG image: {exc}") from None
     result = await triton_runner.digits_pipeline.async_run(image=np.array([[data]], dtype=object))
     return {
         "label": int(result.as_numpy("label")[0, 0]),
@@ -65,42 +88,52 @@ async def classify_pipeline(data: bytes) -> dict[str, Any]:
     }
 
 
-@svc.api(input=rio.Image(), output=rio.JSON())
+@svc.api(input=image_input, output=prediction_output)
 async def classify_v1(image: Image.Image) -> dict[str, Any]:
     """Pinned to version 1 of digits_onnx (both versions are served)."""
     result = await triton_runner.digits_onnx.with_version(1).async_run(preprocess(image))
     return postprocess(result.as_numpy("logits")) | {"model_version": result.model_version}
 
 
-# -- management APIs, kept apart under /admin and tagged "management" ------------------------
+# -- management APIs, as in BentoML's Triton example: under /admin, tagged "management" --------
+
+model_name_input = rio.Text.from_sample("digits_onnx")
 
 
-@attrs.frozen
-class ModelName:
-    model_name: str
+def _model_name(text: str) -> str:
+    name = text.strip()
+    if not name:
+        raise BadRequestError("expected a model name as the text body, e.g. digits_onnx")
+    return name
 
 
-@svc.api(input=rio.JSON(), output=rio.JSON(), route="/admin/models", tags=["management"])
-async def list_models(_: Any) -> list[dict[str, str]]:
-    """The repository index: every model with its versions and state."""
+@svc.api(input=rio.Text(), output=rio.JSON(), route="/admin/list_models", tags=["management"])
+async def list_models(_: str) -> list[dict[str, str]]:
+    """The repository index: every model with its versions and state (the body is ignored)."""
     return await triton_runner.model_index()
 
 
-@svc.api(input=rio.JSON(model=ModelName), output=rio.JSON(), route="/admin/model_config", tags=["management"])
-async def model_config(request: ModelName) -> dict[str, Any]:
+@svc.api(input=model_name_input, output=rio.JSON(), route="/admin/model_config", tags=["management"])
+async def model_config(model_name: str) -> dict[str, Any]:
     """A model's configuration as Triton reports it."""
-    return (await getattr(triton_runner, request.model_name).config()).to_dict()
+    name = _model_name(model_name)
+    models = triton_runner.models
+    if name not in models:
+        raise ModelNotFoundError(f"no model {name!r}; the repository has {sorted(models)}")
+    return (await models[name].config()).to_dict()
 
 
-@svc.api(input=rio.JSON(model=ModelName), output=rio.JSON(), route="/admin/load", tags=["management"])
-async def load_model(request: ModelName) -> dict[str, Any]:
-    """Load (or reload) a model; needs tritonserver's model-control-mode=explicit."""
-    await triton_runner.load_model(request.model_name)
-    return {"loaded": request.model_name}
+@svc.api(input=model_name_input, output=rio.JSON(), route="/admin/load_model", tags=["management"])
+async def load_model(model_name: str) -> dict[str, Any]:
+    """Load (or reload) a model of the repository."""
+    name = _model_name(model_name)
+    await triton_runner.load_model(name)
+    return {"loaded": name}
 
 
-@svc.api(input=rio.JSON(model=ModelName), output=rio.JSON(), route="/admin/unload", tags=["management"])
-async def unload_model(request: ModelName) -> dict[str, Any]:
-    """Unload a model; needs tritonserver's model-control-mode=explicit."""
-    await triton_runner.unload_model(request.model_name)
-    return {"unloaded": request.model_name}
+@svc.api(input=model_name_input, output=rio.JSON(), route="/admin/unload_model", tags=["management"])
+async def unload_model(model_name: str) -> dict[str, Any]:
+    """Unload a model; its inference APIs answer with Triton's error until it is loaded again."""
+    name = _model_name(model_name)
+    await triton_runner.unload_model(name)
+    return {"unloaded": name}
