@@ -47,6 +47,7 @@ ONLY_CLASSIFY = ["--triton-options=model-control-mode=explicit", "--triton-optio
 PNG = {"Content-Type": "image/png"}
 RECOVERY_CLIENTS = 8
 RECOVERY_TIMEOUT = 180.0
+SETTLE_S = 5.0
 REQUEST_TIMEOUT = 10.0  # a request that hangs shows up as a timeout
 
 
@@ -59,9 +60,10 @@ class Recovery:
     """One kill -9 of tritonserver under load, seen from the clients."""
 
     first_ok_s: float  # kill -> first right answer
+    last_failure_s: float  # kill -> the last failed answer (every worker has reconnected after it)
     readyz_s: float  # kill -> /readyz 200 again
     restart_s: float | None  # what the supervisor reported (kill -> tritonserver ready again)
-    statuses: dict[str, int]  # the failed answers between the kill and the first right one
+    statuses: dict[str, int]  # the failed answers after the kill, by status
     transport_errors: int  # timeouts, refused or dropped connections (none expected)
     slowest_failure_ms: float  # the slowest of the failed requests: failing fast means small
     wrong: int
@@ -126,6 +128,7 @@ async def _recover(url: str, samples: Sequence[Sample], triton: psutil.Process) 
     errors = wrong = 0
     slowest_failure = 0.0
     first_ok: float | None = None
+    last_failure = 0.0
     ready_at: float | None = None
     killed_at = 0.0
     done = asyncio.Event()
@@ -133,7 +136,7 @@ async def _recover(url: str, samples: Sequence[Sample], triton: psutil.Process) 
     async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, limits=limits) as client:
 
         async def one_client(index: int) -> None:
-            nonlocal errors, wrong, slowest_failure, first_ok
+            nonlocal errors, wrong, slowest_failure, first_ok, last_failure
             n = index
             while not done.is_set():
                 sample = samples[n % len(samples)]
@@ -148,10 +151,11 @@ async def _recover(url: str, samples: Sequence[Sample], triton: psutil.Process) 
                 ok = response.status_code == 200
                 if ok and response.json().get("label") != sample.label:
                     wrong += 1
-                if killed_at and started > killed_at and first_ok is None:
-                    if ok:
+                if killed_at and started > killed_at:
+                    if ok and first_ok is None:
                         first_ok = time.monotonic()
-                    else:
+                    elif not ok:
+                        last_failure = time.monotonic()
                         statuses[str(response.status_code)] = statuses.get(str(response.status_code), 0) + 1
                 if not ok:
                     slowest_failure = max(slowest_failure, time.monotonic() - started)
@@ -176,6 +180,11 @@ async def _recover(url: str, samples: Sequence[Sample], triton: psutil.Process) 
         deadline = killed_at + RECOVERY_TIMEOUT
         while (first_ok is None or ready_at is None) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
+        # Each worker reconnects on its own (within a second): keep the traffic on to see the last
+        # failure, once every worker is back.
+        settled = time.monotonic() + SETTLE_S
+        while time.monotonic() < min(settled, deadline):
+            await asyncio.sleep(0.1)
         done.set()
         await asyncio.gather(*tasks[:-1])
         tasks[-1].cancel()
@@ -183,6 +192,7 @@ async def _recover(url: str, samples: Sequence[Sample], triton: psutil.Process) 
         raise RuntimeError(f"traffic did not recover within {RECOVERY_TIMEOUT:.0f} s of the kill")
     return {
         "first_ok_s": first_ok - killed_at,
+        "last_failure_s": max(last_failure - killed_at, 0.0),
         "readyz_s": ready_at - killed_at,
         "statuses": statuses,
         "transport_errors": errors,
@@ -247,15 +257,16 @@ def render(data: dict[str, Any]) -> str:
             f"Recovery after `kill -9` of tritonserver ({data['recovery_workers']} workers, "
             f"{RECOVERY_CLIENTS} clients):",
             "",
-            "| kill | first right answer after | /readyz 200 after | tritonserver back after (supervisor) "
-            "| failed answers meanwhile | slowest failure | timeouts/dropped |",
-            "|---|---|---|---|---|---|---|",
+            "| kill | tritonserver back after (supervisor) | first right answer after | /readyz 200 after "
+            "| last failure after | failed answers | slowest failure | timeouts/dropped |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for i, r in enumerate(data["recoveries"], 1):
             restart = "?" if r["restart_s"] is None else f"{r['restart_s']:.1f} s"
             statuses = ", ".join(f"{n}x {s}" for s, n in sorted(r["statuses"].items()))
             lines.append(
-                f"| {i} | {r['first_ok_s']:.1f} s | {r['readyz_s']:.1f} s | {restart} | {statuses} | "
+                f"| {i} | {restart} | {r['first_ok_s']:.1f} s | {r['readyz_s']:.1f} s | "
+                f"{r['last_failure_s']:.1f} s | {statuses} | "
                 f"{r['slowest_failure_ms']:.0f} ms | {r['transport_errors']} |"
             )
     return "\n".join(lines) + "\n"

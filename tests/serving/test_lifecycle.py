@@ -248,3 +248,35 @@ def test_sigterm_lets_requests_in_flight_finish_then_nothing_is_left(
     log = server.log_path.read_text()
     assert "Signal (15) received" in log  # tritonserver was stopped, after the workers
     assert log.rindex("Finished server process") < log.rindex("Signal (15) received")
+
+
+# -- the supervisor interrupted or killed -----------------------------------------------------------
+
+FAST = ["--triton-options=model-control-mode=explicit", "--triton-options=load-model=digits_onnx"]
+
+
+def test_sigterm_during_start_up_stops_tritonserver_too(tmp_path: Path) -> None:
+    with production_server(EXAMPLE, ["--workers", "1", *FAST], tmp_path / "serve.log") as server:
+        wait_until(server.triton_pids, 120, "tritonserver to be launched")
+        tree = server.tree()
+        [triton] = server.triton_pids()
+        os.kill(server.pid, signal.SIGTERM)
+        assert server.process.wait(timeout=60) == 130  # interrupted: nothing was served
+        wait_until(lambda: not any(alive(p) for p in tree | server.seen), 30, "every process to end")
+        assert session_members({server.pid, triton}) == set()
+        assert "serving 'digits'" not in server.log_path.read_text()
+
+
+def test_a_killed_supervisor_takes_its_workers_and_tritonserver_along(tmp_path: Path) -> None:
+    # Its private folders (metrics, shadow repository) cannot be removed by a process killed
+    # outright: keep them under tmp_path.
+    env = {"TMPDIR": str(tmp_path)}
+    with production_server(EXAMPLE, ["--workers", "2", *FAST], tmp_path / "serve.log", env) as server:
+        server.wait_ready()
+        tree = server.tree()
+        [triton] = server.triton_pids()
+        assert len(server.worker_pids()) == 2
+        os.kill(server.pid, signal.SIGKILL)
+        # The workers and tritonserver get SIGTERM from the kernel when their parent dies.
+        wait_until(lambda: not any(alive(p) for p in tree), 60, "every process to end")
+        assert session_members({server.pid, triton}) == set()
