@@ -60,6 +60,19 @@ def _option_key(arg: str) -> str:
     return arg.lstrip("-").split("=", 1)[0]
 
 
+def join_option_values(cli_args: Iterable[str]) -> tuple[str, ...]:
+    """`["--http-port", "8000"]` as `("--http-port=8000",)`: tritonserver accepts both forms, and
+    an option runnerkit drops or replaces must not leave its value behind as a stray argument."""
+    joined: list[str] = []
+    for arg in cli_args:
+        previous = joined[-1] if joined else ""
+        if not arg.startswith("-") and previous.startswith("--") and "=" not in previous:
+            joined[-1] = f"{previous}={arg}"
+        else:
+            joined.append(arg)
+    return tuple(joined)
+
+
 def split_owned_options(cli_args: Iterable[str]) -> tuple[list[str], list[str]]:
     """Split tritonserver arguments into those runnerkit lets through and those it owns."""
     kept: list[str] = []
@@ -116,7 +129,8 @@ class Runner:
         self.name = name
         self.tritonserver_type = protocol
         self.model_repository = None if model_repository is None else os.fspath(model_repository)
-        self.cli_args: tuple[str, ...] = tuple(cli_args)  # a copy: the caller's list is never touched
+        # a copy (the caller's list is never touched), with `--key value` pairs as `--key=value`
+        self.cli_args: tuple[str, ...] = join_option_values(cli_args)
         self.url = url
         self.tritonserver_path = tritonserver_path
         self.startup_timeout = startup_timeout
