@@ -64,7 +64,7 @@ def test_with_runner_over_http_and_nothing_is_left_after_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv(ENV_USE_HTTP, "true")
-    cli_args = ["--log-verbose=0", "--http-port=1", "--grpc-address=0.0.0.0"]
+    cli_args = ["--log-verbose=0", "--http-port=1", "--grpc-address=0.0.0.0", "--metrics-port", "2"]
     given = list(cli_args)
     runner = Runner(
         "owned_http", model_repository=make_repository(tmp_path / "models", "echo"), cli_args=cli_args
@@ -83,10 +83,10 @@ def test_with_runner_over_http_and_nothing_is_left_after_it(
     assert not runner.is_started
     assert alive(members) == set()
     ignored = [r.getMessage() for r in caplog.records if "ignoring tritonserver option" in r.getMessage()]
-    assert len(ignored) == 2
-    assert any("'--http-port=1'" in m for m in ignored) and any(
-        "'--grpc-address=0.0.0.0'" in m for m in ignored
-    )
+    assert len(ignored) == 3
+    for option in ("'--http-port=1'", "'--grpc-address=0.0.0.0'", "'--metrics-port=2'"):
+        assert any(option in m for m in ignored), ignored
+    assert runner.addresses["metrics"] != "http://127.0.0.1:2/metrics"
 
 
 def test_async_with_runner_and_nothing_is_left_after_it(tmp_path: Path) -> None:
@@ -148,6 +148,22 @@ def test_start_and_stop_are_idempotent(extra_grpc_runner: Runner) -> None:
     assert not runner.is_started
     with pytest.raises(RunnerNotStartedError):
         runner.echo.run(np.ones(2, np.float32))
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        (["--model-control-mode", "explicit"], ("--model-control-mode=explicit",)),
+        (["--load-model=a", "--load-model", "b"], ("--load-model=a", "--load-model=b")),
+        (["--strict-readiness=false", "--log-verbose", "1"], ("--strict-readiness=false", "--log-verbose=1")),
+        (["--exit-on-error", "--http-port", "1"], ("--exit-on-error", "--http-port=1")),
+    ],
+)
+def test_cli_args_are_copied_with_values_joined(given: list[str], kept: tuple[str, ...]) -> None:
+    before = list(given)
+    runner = Runner("options", url="127.0.0.1:1", cli_args=given)
+    assert runner.cli_args == kept
+    assert given == before
 
 
 def test_repr_names_the_runner() -> None:

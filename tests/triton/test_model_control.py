@@ -38,7 +38,8 @@ def control_repository(tmp_path_factory: pytest.TempPathFactory, example_reposit
 
 @pytest.fixture(scope="module")
 def control_cli_args() -> list[str]:
-    return ["--model-control-mode=explicit", "--log-verbose=0"]
+    # both spellings tritonserver accepts: `--key value` and `--key=value`
+    return ["--model-control-mode", "explicit", "--log-verbose=0"]
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,8 @@ def wait_until(aio: AsyncLoop, runner: Runner, check: Any, what: str, timeout: f
 def test_cli_args_reach_tritonserver_and_are_not_mutated(
     aio: AsyncLoop, control_grpc_runner: Runner, control_cli_args: list[str]
 ) -> None:
-    assert control_cli_args == ["--model-control-mode=explicit", "--log-verbose=0"]
+    assert control_cli_args == ["--model-control-mode", "explicit", "--log-verbose=0"]
+    assert control_grpc_runner.cli_args == ("--model-control-mode=explicit", "--log-verbose=0")
     # explicit mode took effect: the server started with nothing loaded
     states = ready_states(aio, control_grpc_runner)
     assert set(states) == {"echo", *PIPELINE_MODELS}
