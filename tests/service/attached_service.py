@@ -1,5 +1,5 @@
-"""A service whose runner attaches to a tritonserver by URL (RUNNERKIT_TEST_TINY_URL, over HTTP),
-which the readiness tests start, stop and restart under it."""
+"""A service whose runner attaches to a tritonserver by URL (RUNNERKIT_TEST_TINY_URL, over
+RUNNERKIT_TEST_TINY_PROTOCOL), which the readiness tests start, stop and restart under it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from runnerkit import io
 tiny = runnerkit.triton.Runner(
     "tiny",
     url=os.environ["RUNNERKIT_TEST_TINY_URL"],
-    tritonserver_type="http",
+    tritonserver_type=os.environ.get("RUNNERKIT_TEST_TINY_PROTOCOL", "http"),
     startup_timeout=300,
     timeout=10,
 )

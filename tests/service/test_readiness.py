@@ -34,9 +34,14 @@ def timed_post(client: httpx.Client, path: str, payload: object) -> tuple[httpx.
     return response, time.monotonic() - started
 
 
-def test_readiness_follows_triton(later_triton: TritonServerProcess) -> None:
-    assert later_triton.addresses is not None
-    env = {"RUNNERKIT_TEST_TINY_URL": later_triton.addresses.http_url}
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_readiness_follows_triton(later_triton: TritonServerProcess, protocol: str) -> None:
+    addresses = later_triton.addresses
+    assert addresses is not None
+    url = addresses.http_url if protocol == "http" else addresses.grpc_url
+    env = {"RUNNERKIT_TEST_TINY_URL": url, "RUNNERKIT_TEST_TINY_PROTOCOL": protocol}
+    # /v2 goes to Triton's HTTP port; a runner attached by a gRPC url= has none to offer.
+    v2_up = 200 if protocol == "http" else 503
     served = ServeProcess("tests/service/attached_service.py:svc", cwd=REPO_ROOT, env=env | _inherited())
     served.start(wait_for="livez", timeout=120)
     try:
@@ -58,20 +63,22 @@ def test_readiness_follows_triton(later_triton: TritonServerProcess) -> None:
             wait_http(f"{served.url}/readyz", timeout=120)
             response, _ = timed_post(client, "/scale", [1, 2.5])
             assert response.status_code == 200 and response.json() == [2.0, 5.0]
-            assert client.get("/v2/health/ready").status_code == 200
+            assert client.get("/v2/health/ready").status_code == v2_up
 
-            # 3. Triton goes away: 503 fast, and readiness says so.
-            later_triton.stop()
+            # 3. Triton goes away (killed, as in a crash): 503 fast, and readiness says so.
+            later_triton.kill()
             response, elapsed = timed_post(client, "/scale", [1])
             assert response.status_code == 503 and elapsed < FAST, response.text
             assert response.json()["type"] == "TritonUnavailableError"
-            assert later_triton.addresses.http_url in response.json()["error"]
+            assert url in response.json()["error"]
             ready = client.get("/readyz")
             assert ready.status_code == 503 and ready.json()["runners"] == {"tiny": "unavailable"}
             started = time.monotonic()
             proxied = client.get("/v2/health/ready")
             assert proxied.status_code == 503 and time.monotonic() - started < FAST
             assert proxied.json()["type"] == "TritonUnavailableError"
+            if protocol == "grpc":
+                assert "has no Triton HTTP address" in proxied.json()["error"]
 
             # 4. Triton is back on the same address: the service recovers without a restart.
             later_triton.restart()
