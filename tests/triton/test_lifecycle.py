@@ -34,7 +34,7 @@ def test_calls_before_start_raise_runner_not_started() -> None:
 
 def test_models_are_known_from_the_repository_before_start() -> None:
     runner = Runner("offline", model_repository=EXTRA_REPOSITORY)
-    assert {"arith", "echo", "types", "sequence_sum", "bf16_echo"} <= set(dir(runner))
+    assert {"arith", "echo", "types", "sequence_sum", "bf16_echo", "versioned"} <= set(dir(runner))
     assert not runner.is_started
 
 

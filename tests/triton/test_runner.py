@@ -177,6 +177,17 @@ def test_a_version_the_policy_does_not_serve_is_triton_error(triton_runner: Runn
     assert "digits_onnx" in caught.value.message
 
 
+def test_with_version_under_a_specific_version_policy(extra_runner: Runner) -> None:
+    # versions 1, 2 and 3 on disk; the policy serves 1 and 3
+    default = extra_runner.versioned.run([1.0])
+    assert default.model_version == "3" and default.as_numpy("version").item() == 3
+    pinned = extra_runner.versioned.with_version(1).run([1.0])
+    assert pinned.model_version == "1" and pinned.as_numpy("version").item() == 1
+    with pytest.raises(TritonError) as caught:
+        extra_runner.versioned.with_version(2).run([1.0])
+    assert caught.value.status is not None and "versioned" in caught.value.message
+
+
 @pytest.mark.parametrize("version", ["latest", "-1", 1.5, ""])
 def test_with_version_rejects_what_is_not_a_version_number(triton_runner: Runner, version: object) -> None:
     with pytest.raises(ValueError, match="a version is a positive integer"):
