@@ -1,7 +1,7 @@
 """Production serving, measured: throughput and p99 of /classify with 1 and 2 API workers, and
 how long traffic takes to recover after tritonserver is killed (kill -9).
 
-    python benchmarks/production.py            # 15 s per case, 3 kills (about 4 minutes)
+    python benchmarks/production.py            # 15 s per case, 3 kills a minute apart (about 6 minutes)
     python benchmarks/production.py --quick    # a few seconds per case, 1 kill (proves it works)
 
 Each case runs `runnerkit serve services/digits.py:svc --production --workers N --no-access-log`
@@ -63,6 +63,7 @@ class Recovery:
     last_failure_s: float  # kill -> the last failed answer (every worker has reconnected after it)
     readyz_s: float  # kill -> /readyz 200 again
     restart_s: float | None  # what the supervisor reported (kill -> tritonserver ready again)
+    restart_delay_s: float | None  # of which its backoff before relaunching
     statuses: dict[str, int]  # the failed answers after the kill, by status
     transport_errors: int  # timeouts, refused or dropped connections (none expected)
     slowest_failure_ms: float  # the slowest of the failed requests: failing fast means small
@@ -84,6 +85,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=None, help="seconds per case (default 15; quick 2)")
     parser.add_argument("--warmup", type=float, default=None, help="seconds before each (default 3; quick 0)")
     parser.add_argument("--kills", type=int, default=None, help="tritonserver kills (default 3; quick 1)")
+    parser.add_argument(
+        "--kill-interval",
+        type=float,
+        default=65.0,
+        help="seconds between kills (default 65: the supervisor backs off restarts of a server that "
+        "died within a minute of its last recovery; spaced out, each kill measures a first restart)",
+    )
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args(argv)
     args.output = (args.output or (QUICK_OUTPUT if args.quick else DEFAULT_OUTPUT)).resolve()
@@ -210,7 +218,9 @@ def measure_recovery(server: ServiceProcess, samples: Sequence[Sample]) -> Recov
         time.sleep(0.2)
     reports = _restart_reports(server)
     restart = reports[-1] if len(reports) > reported_before else None
-    return Recovery(restart_s=restart, **seen)
+    text = server.log_path.read_text(errors="replace")
+    delays = re.findall(r"restarting it on the same ports in ([\d.]+) s", text)
+    return Recovery(restart_s=restart, restart_delay_s=float(delays[-1]) if delays else None, **seen)
 
 
 def _restart_reports(server: ServiceProcess) -> list[float]:
@@ -263,6 +273,8 @@ def render(data: dict[str, Any]) -> str:
         ]
         for i, r in enumerate(data["recoveries"], 1):
             restart = "?" if r["restart_s"] is None else f"{r['restart_s']:.1f} s"
+            if r["restart_delay_s"] is not None:
+                restart += f" ({r['restart_delay_s']:.1f} s backoff)"
             statuses = ", ".join(f"{n}x {s}" for s, n in sorted(r["statuses"].items()))
             lines.append(
                 f"| {i} | {restart} | {r['first_ok_s']:.1f} s | {r['readyz_s']:.1f} s | "
@@ -308,6 +320,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log(f"{workers} worker(s): {result.rps:.0f} req/s, p99 {result.p99_ms:.1f} ms")
                 if workers == max(args.workers):
                     for kill in range(args.kills):
+                        if kill:
+                            log(f"waiting {args.kill_interval:.0f} s before the next kill")
+                            time.sleep(args.kill_interval)
                         recovery = measure_recovery(server, samples)
                         data["recoveries"].append(attrs.asdict(recovery) | {"clean": recovery.clean})
                         log(f"kill {kill + 1}: first right answer {recovery.first_ok_s:.1f} s after the kill")

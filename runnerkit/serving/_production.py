@@ -138,7 +138,7 @@ def _run_workers(target: ServiceTarget, settings: ProductionSettings, sock: sock
     if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:  # uvicorn >= 0.37
         options["timeout_worker_healthcheck"] = _WORKER_HEALTHCHECK_TIMEOUT
     config = uvicorn.Config(_WORKER_APP, **options)
-    if "target" in inspect.signature(Multiprocess).parameters:  # uvicorn < 0.36 takes the target
+    if "target" in inspect.signature(Multiprocess).parameters:  # older uvicorn takes the target
         workers = Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock])  # type: ignore[call-arg,unused-ignore]
     else:
         workers = Multiprocess(config, sockets=[sock])

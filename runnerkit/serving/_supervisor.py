@@ -179,16 +179,14 @@ class TritonSupervisor:
     def _recover(self, server: SupervisedServer) -> None:
         died = time.monotonic()
         code = server.process.poll()
-        logger.error(
-            "runner %r: tritonserver (pid %s) exited with code %s; restarting it on the same ports; "
-            "requests fail with 503 meanwhile. Its last lines:\n%s",
-            server.name, server.process.pid, code, server.relay.recent(10),
-        )  # fmt: skip
-        if time.monotonic() - server.up_since < _STABLE_AFTER:
-            server.restarts += 1
-        else:
-            server.restarts = 1
+        # Deaths in a row (each within a minute of the last recovery) back off: 0.5 s, 1 s, 2 s...
+        server.restarts = server.restarts + 1 if died - server.up_since < _STABLE_AFTER else 1
         delay = min(_FIRST_BACKOFF * 2 ** (server.restarts - 1), _MAX_BACKOFF)
+        logger.error(
+            "runner %r: tritonserver (pid %s) exited with code %s; restarting it on the same ports in "
+            "%.1f s; requests fail with 503 meanwhile. Its last lines:\n%s",
+            server.name, server.process.pid, code, delay, server.relay.recent(10),
+        )  # fmt: skip
         while True:
             if self._stopping.wait(delay):
                 return
