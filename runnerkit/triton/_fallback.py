@@ -82,7 +82,12 @@ def fallback_config(model: RepositoryModel) -> ModelConfigProto:
 def build_shadow_repository(
     models: Mapping[str, RepositoryModel], fallback: Mapping[str, str], destination: Path
 ) -> Path:
-    """Links to every untouched model, generated folders for the fallback ones."""
+    """Links to every untouched model, generated folders for the fallback ones.
+
+    Python models get real folders of linked files rather than one link: the python backend
+    writes its bytecode cache next to model.py, which then lands in the shadow, not in the
+    user's repository.
+    """
     if destination.exists():
         shutil.rmtree(destination)
     destination.mkdir(parents=True)
@@ -91,7 +96,10 @@ def build_shadow_repository(
             raise ModelRepositoryError(f"model {name!r} has no local copy to build a shadow from")
         target = destination / name
         if name not in fallback:
-            target.symlink_to(model.path, target_is_directory=True)
+            if model.spec is not None and model.spec.required_backend == "python":
+                _mirror(model.path, target)
+            else:
+                target.symlink_to(model.path, target_is_directory=True)
             continue
         target.mkdir()
         (target / "config.pbtxt").write_text(config_to_text(fallback_config(model)))
@@ -103,3 +111,13 @@ def build_shadow_repository(
                     os.symlink(entry, version_dir / entry.name)
             shutil.copyfile(_EXECUTOR, version_dir / "model.py")
     return destination
+
+
+def _mirror(source: Path, target: Path) -> None:
+    """`source`'s folders recreated under `target`, each file a link to the original."""
+    for root, folders, files in os.walk(source, followlinks=True):
+        folders[:] = [f for f in folders if f != "__pycache__"]
+        here = target / os.path.relpath(root, source)
+        here.mkdir(parents=True, exist_ok=True)
+        for file in files:
+            os.symlink(os.path.join(root, file), here / file)

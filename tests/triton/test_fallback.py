@@ -15,7 +15,7 @@ from runnerkit.triton import ModelSpec, Runner, TritonServerBinary, locate_trito
 from runnerkit.triton._fallback import build_shadow_repository, plan_fallback
 from runnerkit.triton._repository import LocalModelRepository
 from tests.conftest import AsyncLoop, repository_snapshot
-from tests.triton.conftest import digits, onnx_logits
+from tests.triton.conftest import digits, make_repository, onnx_logits
 
 FALLBACK_MODELS = {"digits_onnx": "onnxruntime", "digits_torchscript": "pytorch"}
 EXECUTOR = Path(__file__).resolve().parents[2] / "runnerkit" / "triton" / "_fallback_model.py"
@@ -125,18 +125,27 @@ def test_shadow_repository_links_untouched_models_and_generates_the_others(
                 model_file = next(p for p in folder.iterdir() if p.name != "model.py")
                 assert model_file.is_symlink()
                 assert model_file.resolve() == (example_repository / name / str(version) / model_file.name)
+        elif models[name].files and (example_repository / name / "1" / "model.py").is_file():
+            # real folders of linked files: the python backend's bytecode cache stays in the shadow
+            assert not (shadow / name).is_symlink()
+            files = [p for p in (shadow / name).rglob("*") if not p.is_dir()]
+            assert files and all(p.is_symlink() for p in files)
+            originals = {p.resolve() for p in files}
+            expected = {example_repository / name / f for f in models[name].files}
+            assert originals == {p.resolve() for p in expected}
         else:
             assert (shadow / name).is_symlink()
             assert (shadow / name).resolve() == (example_repository / name).resolve()
+    assert {n for n in models if (shadow / n).is_symlink()} == {"digits_pipeline"}
     assert repository_snapshot(example_repository) == before
 
 
 def test_a_launch_logs_the_fallback_once_and_removes_its_shadow(
     example_repository: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    repository = tmp_path / "models"
-    repository.mkdir()
+    repository = make_repository(tmp_path / "models", "echo")
     (repository / "digits_onnx").symlink_to(example_repository / "digits_onnx", target_is_directory=True)
+    before = repository_snapshot(repository)
     runner = Runner("fallback_once", model_repository=repository)
     with caplog.at_level(logging.INFO, logger="runnerkit.triton"), runner:
         shadow = runner._shadow_dir
@@ -145,6 +154,11 @@ def test_a_launch_logs_the_fallback_once_and_removes_its_shadow(
         np.testing.assert_allclose(
             runner.digits_onnx.run(x).as_numpy("logits"), onnx_logits(example_repository, 2, x), atol=1e-5
         )
+        np.testing.assert_array_equal(runner.echo.run(np.ones(2, np.float32)).as_numpy("y"), [1.0, 1.0])
+        # the python backend cached the echo model's bytecode: in the shadow
+        assert list((shadow / "models" / "echo").rglob("__pycache__"))
+    assert not list(repository.rglob("__pycache__"))
+    assert repository_snapshot(repository) == before
     messages = [r.getMessage() for r in caplog.records]
     fallback_lines = [m for m in messages if "through the python backend" in m]
     assert fallback_lines == [
@@ -152,4 +166,4 @@ def test_a_launch_logs_the_fallback_once_and_removes_its_shadow(
         "serving it through the python backend with onnxruntime"
     ]
     assert not shadow.exists()
-    assert sorted(p.name for p in repository.iterdir()) == ["digits_onnx"]
+    assert sorted(p.name for p in repository.iterdir()) == ["digits_onnx", "echo"]
