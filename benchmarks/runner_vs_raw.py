@@ -1,6 +1,6 @@
 """`await runner.digits_onnx.async_run(x)` versus raw `tritonclient.grpc.aio` `infer` on the same input.
 
-    .venv/bin/python benchmarks/runner_vs_raw.py            # 6 rounds x 5 s per side and concurrency
+    .venv/bin/python benchmarks/runner_vs_raw.py            # 12 rounds x 2.5 s per side and concurrency
     .venv/bin/python benchmarks/runner_vs_raw.py --quick    # a few seconds: does the harness work
     .venv/bin/python benchmarks/runner_vs_raw.py --json out.json --rounds 10 --duration 3
 
@@ -16,7 +16,9 @@ answer arrives; after a short warm-up, completed requests and their latencies ar
   InferInput built per call as tritonclient's examples do.
 
 Both ask for all outputs and both answers are compared once before any load. Prints both
-throughputs, p50/p99 latencies and the ratio runner/raw (target: at least 0.95).
+throughputs, p50/p99 latencies, the client's own CPU time per request (this process: the cost of
+the client code, less sensitive than throughput to other load on a shared machine) and the
+ratio runner/raw (target: at least 0.95).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class Turn:
     requests: int
     errors: int
     duration_s: float
+    cpu_s: float  # this process's CPU time over the whole turn (warm-up included)
+    completed: int  # requests answered over the whole turn (warm-up included)
     latencies_ms: tuple[float, ...] = attrs.field(repr=False)
 
     @property
@@ -64,19 +68,26 @@ class Turn:
         return self.requests / self.duration_s
 
 
-async def closed_loop(
-    call: Call, concurrency: int, warmup: float, duration: float
-) -> tuple[int, list[float]]:
-    """`concurrency` tasks, each sending its next request when its answer arrives; returns the
-    errors and latencies (ms) of the requests started in the measured window."""
+@attrs.frozen
+class LoopResult:
+    errors: int  # in the measured window
+    latencies_ms: list[float]  # of the requests started in the measured window
+    completed: int  # all answers, warm-up included
+    cpu_s: float  # this process's CPU time for the whole loop
+
+
+async def closed_loop(call: Call, concurrency: int, warmup: float, duration: float) -> LoopResult:
+    """`concurrency` tasks, each sending its next request when its answer arrives."""
     latencies: list[float] = []
     errors = 0
+    completed = 0
+    cpu_start = time.process_time()
     start = time.perf_counter()
     measure_from = start + warmup
     stop_at = measure_from + duration
 
     async def client() -> None:
-        nonlocal errors
+        nonlocal errors, completed
         while (sent := time.perf_counter()) < stop_at:
             try:
                 await call()
@@ -84,21 +95,24 @@ async def closed_loop(
                 if sent >= measure_from:
                     errors += 1
                 continue
+            completed += 1
             if sent >= measure_from:
                 latencies.append((time.perf_counter() - sent) * 1000)
 
     await asyncio.gather(*(client() for _ in range(concurrency)))
-    return errors, latencies
+    return LoopResult(errors, latencies, completed, time.process_time() - cpu_start)
 
 
 def summarize(turns: Sequence[Turn]) -> dict[str, Any]:
     latencies = np.array([ms for t in turns for ms in t.latencies_ms]) if turns else np.zeros(0)
     requests = sum(t.requests for t in turns)
     duration = sum(t.duration_s for t in turns)
+    completed = sum(t.completed for t in turns)
     return {
         "requests": requests,
         "errors": sum(t.errors for t in turns),
         "rps": requests / duration if duration else 0.0,
+        "client_cpu_us": sum(t.cpu_s for t in turns) / completed * 1e6 if completed else None,
         "p50_ms": float(np.percentile(latencies, 50)) if latencies.size else None,
         "p99_ms": float(np.percentile(latencies, 99)) if latencies.size else None,
         "rounds": len(turns),
@@ -131,18 +145,18 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 for round_ in range(args.rounds):
                     order = SIDES if round_ % 2 == 0 else SIDES[::-1]
                     for side in order:
-                        errors, latencies = await closed_loop(
-                            calls[side], concurrency, args.warmup, args.duration
-                        )
+                        loop = await closed_loop(calls[side], concurrency, args.warmup, args.duration)
                         turns.append(
                             Turn(
                                 side,
                                 concurrency,
                                 round_,
-                                len(latencies),
-                                errors,
+                                len(loop.latencies_ms),
+                                loop.errors,
                                 args.duration,
-                                tuple(latencies),
+                                loop.cpu_s,
+                                loop.completed,
+                                tuple(loop.latencies_ms),
                             )
                         )
         finally:
@@ -185,16 +199,17 @@ def report(data: dict[str, Any]) -> str:
         f"({data['rounds']} rounds x {data['duration_s']} s per side and concurrency, "
         f"after {data['warmup_s']} s warm-up each)",
         "",
-        "| concurrency | side | req/s | p50 ms | p99 ms | errors |",
-        "|---|---|---|---|---|---|",
+        "| concurrency | side | req/s | p50 ms | p99 ms | client CPU us/req | errors |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in data["results"]:
         for side in SIDES:
             s = row[side]
             p50 = "-" if s["p50_ms"] is None else f"{s['p50_ms']:.2f}"
             p99 = "-" if s["p99_ms"] is None else f"{s['p99_ms']:.2f}"
+            cpu = "-" if s["client_cpu_us"] is None else f"{s['client_cpu_us']:.0f}"
             lines.append(
-                f"| {row['concurrency']} | {side} | {s['rps']:.0f} | {p50} | {p99} | {s['errors']} |"
+                f"| {row['concurrency']} | {side} | {s['rps']:.0f} | {p50} | {p99} | {cpu} | {s['errors']} |"
             )
     lines.append("")
     for row in data["results"]:
@@ -218,15 +233,17 @@ def report(data: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="2 rounds of 0.5 s: checks the harness")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds per concurrency (default 6)")
-    parser.add_argument("--duration", type=float, default=None, help="measured seconds per turn (default 5)")
-    parser.add_argument("--warmup", type=float, default=None, help="warm-up seconds per turn (default 1)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds per concurrency (default 12)")
+    parser.add_argument(
+        "--duration", type=float, default=None, help="measured seconds per turn (default 2.5)"
+    )
+    parser.add_argument("--warmup", type=float, default=None, help="warm-up seconds per turn (default 0.5)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--model-repository", type=Path, default=REPO_ROOT / "model_repository")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
     quick = {"rounds": 2, "duration": 0.5, "warmup": 0.2}
-    full = {"rounds": 6, "duration": 5.0, "warmup": 1.0}
+    full = {"rounds": 12, "duration": 2.5, "warmup": 0.5}
     for key, value in (quick if args.quick else full).items():
         if getattr(args, key) is None:
             setattr(args, key, value)

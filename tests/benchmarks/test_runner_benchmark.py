@@ -45,6 +45,7 @@ def test_quick_runner_vs_raw_benchmark(tmp_path: Path) -> None:
             assert figures["requests"] > 0 and figures["errors"] == 0, (side, row)
             assert figures["rounds"] == data["rounds"] == 2
             assert 0 < figures["p50_ms"] <= figures["p99_ms"], (side, row)
+            assert figures["client_cpu_us"] > 0, (side, row)
             assert figures["rps"] == pytest.approx(
                 figures["requests"] / (data["rounds"] * data["duration_s"])
             )
@@ -52,7 +53,7 @@ def test_quick_runner_vs_raw_benchmark(tmp_path: Path) -> None:
         assert len(row["ratio_per_round"]) == 2 and all(r > 0 for r in row["ratio_per_round"])
 
     printed = proc.stdout
-    assert "| concurrency | side | req/s | p50 ms | p99 ms | errors |" in printed
+    assert "| concurrency | side | req/s | p50 ms | p99 ms | client CPU us/req | errors |" in printed
     for row in data["results"]:
         assert f"concurrency {row['concurrency']}: runner/raw throughput = {row['ratio']:.3f}" in printed
 
