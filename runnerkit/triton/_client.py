@@ -84,7 +84,7 @@ def translate_error(exc: BaseException, url: str) -> TritonError:
     else:
         return TritonError(f"{type(exc).__name__}: {exc}", url=url)
     if _is_unavailable_status(status):
-        return TritonUnavailableError(f"cannot reach Triton at {url}: {message}", status=status, url=url)
+        return TritonUnavailableError(f"Triton at {url} is unavailable: {message}", status=status, url=url)
     return TritonError(message, status=status, url=url)
 
 

@@ -176,10 +176,12 @@ class Runner:
             return handle
         names = self.model_names
         if name not in names:
+            if self._repository is None and not self._started:
+                # Attached without a repository: the model list is only known once connected.
+                raise self._not_started_error(name)
             where = self.model_repository or self.url
-            hint = "" if names or self._started else " (attached runners learn their models on start)"
             raise ModelNotFoundError(
-                f"runner {self.name!r} has no model {name!r}; models in {where}: {names}{hint}"
+                f"runner {self.name!r} has no model {name!r}; models in {where}: {names}"
             )
         handle = self._handles[name] = Model(self, name)
         return handle
@@ -297,6 +299,9 @@ class Runner:
         if self._started:
             return
         attach = self._attach_addresses()
+        if self._repository_models is None:
+            # Listing a remote (S3) repository blocks: keep it off the event loop.
+            await asyncio.get_running_loop().run_in_executor(None, lambda: self.repository_models)
         try:
             if attach is None:
                 self._launch()

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runnerkit.exceptions import ModelNotFoundError, TritonError
+from runnerkit.exceptions import ModelNotFoundError, RunnerNotStartedError, TritonError
 from runnerkit.triton import InferResult, Model, Runner
 from tests.conftest import SAMPLES, AsyncLoop
 from tests.triton.conftest import digits, onnx_logits
@@ -53,6 +53,13 @@ def test_attached_runner_learns_its_models_from_the_server(triton_http_runner: R
     # This runner was given only a URL: its models come from Triton's repository index.
     assert triton_http_runner.model_repository is None
     assert set(EXAMPLE_MODELS) <= set(triton_http_runner.model_names)
+
+
+def test_attached_runner_before_start_says_it_is_not_started() -> None:
+    # Nothing listens there and nothing is contacted: the model list is unknown until start.
+    runner = Runner("attached", url="127.0.0.1:9", tritonserver_type="grpc")
+    with pytest.raises(RunnerNotStartedError, match=r"model 'digits_onnx' of runner 'attached'"):
+        _ = runner.digits_onnx
 
 
 # -- inputs: positional or keyword, matched by name ---------------------------------------------
