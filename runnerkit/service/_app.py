@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from runnerkit.exceptions import ModelNotFoundError, RunnerNotStartedError
+from runnerkit.exceptions import RunnerNotStartedError
 from runnerkit.io._json import JSONResponse
 from runnerkit.service._body import read_body
 from runnerkit.service._errors import error_body, error_response
@@ -50,12 +50,12 @@ def api_endpoint(service: Service, api: API, metrics: ServiceMetrics) -> Any:
 
 
 def _while_starting(service: Service, exc: Exception) -> Exception:
-    """An attached runner learns its models when it connects: before that, an unknown model
-    means "not started yet" (503), not "no such model" (404)."""
+    """Inside a running service, "called before the runner started" means Triton is still
+    starting (or unreachable): say that, rather than the runner's advice for import-time calls."""
     starting = [r.name for r in service.runners if not r.is_started]
-    if isinstance(exc, ModelNotFoundError) and starting:
+    if isinstance(exc, RunnerNotStartedError) and starting:
         return RunnerNotStartedError(
-            f"runners {starting} have not started yet (Triton is starting or unreachable): {exc}"
+            f"runners {starting} have not started yet (Triton is starting or unreachable); retry shortly"
         )
     return exc
 
