@@ -14,7 +14,7 @@ PUBLIC = {
     ],
     "runnerkit.io": ["File", "IODescriptor", "Image", "JSON", "Multipart", "NumpyNdarray", "Text"],
     "runnerkit.triton": [
-        "InferResult", "Model", "ModelSpec", "Runner", "S3ModelRepository", "S3RepositoryError",
+        "InferResult", "MicroBatching", "Model", "ModelSpec", "Runner", "S3ModelRepository", "S3RepositoryError",
         "TensorSpec", "TritonServerBinary", "download_model_repository", "locate_tritonserver",
         "upload_model_repository",
     ],

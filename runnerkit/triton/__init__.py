@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runnerkit.triton._batching import MicroBatching
 from runnerkit.triton._model import Model
 from runnerkit.triton._model_config import ModelSpec, TensorSpec
 from runnerkit.triton._result import InferResult
@@ -12,6 +13,7 @@ from runnerkit.triton._server_binary import TritonServerBinary, locate_tritonser
 
 __all__ = [
     "InferResult",
+    "MicroBatching",
     "Model",
     "ModelSpec",
     "Runner",

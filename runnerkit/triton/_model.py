@@ -12,6 +12,8 @@ from runnerkit.triton._result import InferResult
 if TYPE_CHECKING:
     from runnerkit.triton._runner import Runner
 
+_UNKNOWN: Any = object()
+
 
 class Model:
     """Calls one model (optionally one pinned version) through its runner.
@@ -62,9 +64,14 @@ class Model:
                 timeout_us,
                 parameters,
             )
-        else:
-            options = DEFAULT_OPTIONS
-        return await client.infer(self.name, self.version, prepared, outputs, options)
+            # calls with their own options never merge with others
+            return await client.infer(self.name, self.version, prepared, outputs, options)
+        batcher = runner._batchers.get((client, self.name, self.version), _UNKNOWN)
+        if batcher is _UNKNOWN:
+            batcher = runner._make_batcher(client, self.name, self.version, validator)
+        if batcher is not None:
+            return await batcher.infer(prepared, outputs)
+        return await client.infer(self.name, self.version, prepared, outputs, DEFAULT_OPTIONS)
 
     def run(self, *args: Any, **kwargs: Any) -> InferResult:
         """Synchronous `async_run`, for plain code and worker threads (not inside an event loop)."""

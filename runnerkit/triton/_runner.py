@@ -22,6 +22,7 @@ from runnerkit.exceptions import (
     TritonError,
     TritonUnavailableError,
 )
+from runnerkit.triton._batching import MicroBatcher, MicroBatchingOption, check_option, settings_for
 from runnerkit.triton._client import PROTOCOLS, TritonClient, make_client
 from runnerkit.triton._fallback import build_shadow_repository, plan_fallback
 from runnerkit.triton._fallback_backends import remote_fallback
@@ -100,6 +101,11 @@ class Runner:
     Every model of the repository is an attribute with `run` and `async_run`. Use it inside a
     Service (which starts and stops it), or standalone with `with runner:` / `async with runner:`.
     Pass `url="host:port"` to attach to a tritonserver that is already running instead.
+
+    `micro_batching` coalesces concurrent calls to a model into one batched request (see
+    `MicroBatching`): None (the default) does so for models whose configuration has
+    `dynamic_batching`; True or `MicroBatching(max_inflight=..., max_batch_size=...)` for every
+    model with `max_batch_size > 0`; False never; a mapping {model name: setting} per model.
     """
 
     def __init__(
@@ -113,6 +119,7 @@ class Runner:
         tritonserver_path: str | os.PathLike[str] | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        micro_batching: MicroBatchingOption = None,
     ) -> None:
         if not name.isidentifier():
             raise ValueError(f"runner name must be a Python identifier, got {name!r}")
@@ -135,6 +142,7 @@ class Runner:
         self.tritonserver_path = tritonserver_path
         self.startup_timeout = startup_timeout
         self.timeout = timeout
+        self.micro_batching = check_option(micro_batching)
         self._repository: ModelRepository | None = (
             None if model_repository is None else open_repository(model_repository)
         )
@@ -154,6 +162,8 @@ class Runner:
         self._server_models: tuple[str, ...] = ()
         self._validators: dict[str, InputValidator] = {}
         self._handles: dict[str, Model] = {}
+        # per event loop (its client), model and version; None: that model's calls go straight out
+        self._batchers: dict[tuple[TritonClient, str, str], MicroBatcher | None] = {}
 
     # -- models as attributes ---------------------------------------------------------------
 
@@ -357,6 +367,7 @@ class Runner:
         index = await self.get_model_repository_index()
         self._server_models = tuple(_index_names(index))
         self._validators.clear()
+        self._batchers.clear()
 
     async def stop(self) -> None:
         """Close connections and stop the owned tritonserver; no process is left behind."""
@@ -371,6 +382,7 @@ class Runner:
         self._release()
 
     def _release(self) -> None:
+        self._batchers.clear()
         self._stop_sync_loop()
         self._close_other_loops_clients()
         self._cleanup_server()
@@ -488,6 +500,16 @@ class Runner:
         if not self._started:
             raise self._not_started_error(model)
         return self._loop_thread().run(make())
+
+    def _make_batcher(
+        self, client: TritonClient, model: str, version: str, validator: InputValidator
+    ) -> MicroBatcher | None:
+        settings = settings_for(self.micro_batching, validator.spec)
+        batcher = None
+        if settings is not None:
+            batcher = MicroBatcher(client, model, version, settings, validator.spec.max_batch_size)
+        self._batchers[(client, model, version)] = batcher
+        return batcher
 
     def _not_started_error(self, model: str | None) -> RunnerNotStartedError:
         what = f"model {model!r} of runner {self.name!r}" if model else f"runner {self.name!r}"
