@@ -41,19 +41,32 @@ class TritonPythonModel:
         on_gpu = args.get("model_instance_kind") == "GPU"
         device_id = int(args.get("model_instance_device_id", 0))
         if self.runtime == "onnxruntime":
-            self._load_onnx(model_file, on_gpu, device_id)
+            self._load_onnx(model_file, on_gpu, device_id, params)
         elif self.runtime == "torchscript":
             self._load_torchscript(model_file, on_gpu, device_id)
         else:
             raise pb_utils.TritonModelException(f"unknown fallback runtime {self.runtime!r}")
 
-    def _load_onnx(self, model_file: str, on_gpu: bool, device_id: int) -> None:
+    def _load_onnx(self, model_file: str, on_gpu: bool, device_id: int, params: dict[str, str]) -> None:
         import onnxruntime as ort
 
         providers: list[Any] = ["CPUExecutionProvider"]
         if on_gpu:
             providers.insert(0, ("CUDAExecutionProvider", {"device_id": device_id}))
-        self.session = ort.InferenceSession(model_file, providers=providers)
+        options = ort.SessionOptions()
+        # By default onnxruntime's idle pool threads spin after every run: on a CPU shared with
+        # tritonserver and the API workers that burnt most of a core for a small model.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        # The thread counts Triton's own onnxruntime backend takes from the same parameters.
+        for key, attribute in (
+            ("intra_op_thread_count", "intra_op_num_threads"),
+            ("inter_op_thread_count", "inter_op_num_threads"),
+        ):
+            value = params.get(key, "").strip()
+            if value.isdigit() and int(value) > 0:
+                setattr(options, attribute, int(value))
+        self.session = ort.InferenceSession(model_file, sess_options=options, providers=providers)
 
     def _load_torchscript(self, model_file: str, on_gpu: bool, device_id: int) -> None:
         import torch
