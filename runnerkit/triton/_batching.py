@@ -134,10 +134,11 @@ class MicroBatcher:
         self._waiting: collections.deque[_Waiting] = collections.deque()
         self._waiting_rows = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._scheduled = False
 
     async def infer(self, inputs: Sequence[PreparedInput], outputs: Sequence[str] | None) -> InferResult:
-        if self.inflight < self.max_inflight and not self._waiting:
-            return await self._direct(inputs, outputs)
+        if not self.inflight and not self._waiting:
+            return await self._direct(inputs, outputs)  # idle: no waiting at all
         key, rows = _merge_key(inputs, outputs)
         if key is None or rows > self.max_rows:
             return await self._direct(inputs, outputs)
@@ -148,6 +149,8 @@ class MicroBatcher:
         self._waiting_rows += rows
         if self._waiting_rows >= self.max_rows:
             self._dispatch()
+        elif self.inflight < self.max_inflight:
+            self._schedule()
         try:
             return await waiting.future
         except asyncio.CancelledError:
@@ -163,7 +166,18 @@ class MicroBatcher:
         finally:
             self.inflight -= 1
             if self._waiting:
-                self._dispatch()
+                self._schedule()
+
+    def _schedule(self) -> None:
+        """Dispatch once the event loop has run what is ready now: calls made meanwhile (such as
+        those of requests that arrived together) go out in the same batch."""
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._scheduled_dispatch)
+
+    def _scheduled_dispatch(self) -> None:
+        self._scheduled = False
+        self._dispatch()
 
     def _dispatch(self) -> None:
         """Send what waits while a request slot is free, or while a full batch waits."""
@@ -216,7 +230,7 @@ class MicroBatcher:
         finally:
             self.inflight -= 1
             if self._waiting:
-                self._dispatch()
+                self._schedule()
 
     async def _infer_batch(self, batch: list[_Waiting]) -> list[InferResult]:
         first = batch[0].inputs

@@ -2,9 +2,9 @@
 
 The probe model (written below into a fresh repository) answers, for each request, `y = 2 * x`,
 `batch` (the rows of the request it came in: how many rows the runner coalesced) and `text`
-(BYTES: each row's sum). A row holding a gate value (>= 1000) makes it wait until the test
-creates `release-<gate>`: a request held in flight that way lets callers queue behind it
-deterministically, without sleeps. A negative value makes it answer with an error.
+(BYTES: each row's sum). A row holding a gate value (>= 1000) makes it create `entered-<gate>`
+and wait until the test creates `release-<gate>`: a request held in flight that way lets
+callers queue behind it deterministically, without sleeps. A negative value makes it answer with an error.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class TritonPythonModel:
         for request in requests:
             x = pb_utils.get_input_tensor_by_name(request, "x").as_numpy()
             for gate in sorted({{int(v) for v in x[x >= 1000]}}):
+                open(os.path.join(RELEASE_DIR, f"entered-{{gate}}"), "w").close()
                 path = os.path.join(RELEASE_DIR, f"release-{{gate}}")
                 deadline = time.monotonic() + 60
                 while not os.path.exists(path) and time.monotonic() < deadline:
@@ -132,6 +133,10 @@ class Gates:
     def new(self) -> float:
         self.next += 1
         return float(self.next)
+
+    def entered(self, gate: float) -> bool:
+        """Whether a request holding `gate` has reached the model."""
+        return (self.release_dir / f"entered-{int(gate)}").exists()
 
     def release(self, gate: float) -> None:
         (self.release_dir / f"release-{int(gate)}").touch()
@@ -339,8 +344,8 @@ def test_a_cancelled_caller_leaves_the_others_their_answers(
         await wait_for(lambda: len(batcher._waiting) == 3, "the cancelled call gone from the queue")
         gates.release(outer_gate)
         await held
-        # The three others went out as one request, which the inner gate now holds in flight.
-        await wait_for(lambda: not batcher._waiting and batcher.inflight == 1, "the batch in flight")
+        # The three others went out as one request, which the inner gate now holds in the model.
+        await wait_for(lambda: gates.entered(inner_gate), "the batch in the model")
         tasks[2].cancel()  # cancelled while its batch is in flight
         gates.release(inner_gate)
         results = await asyncio.gather(*tasks, return_exceptions=True)
