@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from pathlib import Path
@@ -20,9 +21,18 @@ _FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/jpg": "JPEG"}
 _INLINE_DECODE_BYTES = 64 * 1024
 
 
+@functools.cache
+def _pil_formats(allowed: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({_FORMATS[m] for m in allowed if m in _FORMATS}))
+
+
 def decode_image(data: bytes, allowed: tuple[str, ...], declared: str | None = None) -> PILImage.Image:
     try:
-        image = PILImage.open(io.BytesIO(data))
+        try:
+            # The plugins of the accepted formats first: faster than asking every plugin.
+            image = PILImage.open(io.BytesIO(data), formats=_pil_formats(allowed))
+        except UnidentifiedImageError:
+            image = PILImage.open(io.BytesIO(data))  # any format, to say below which one it is
         image.load()
     except (UnidentifiedImageError, OSError, ValueError, PILImage.DecompressionBombError) as exc:
         what = f"the body declared as {declared}" if declared else "the image"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -30,6 +32,21 @@ class ServiceMetrics:
         code = str(status)
         self.requests.labels(self.service, api, code).inc()
         self.latency.labels(self.service, api, code).observe(seconds)
+
+    def observer(self, api: str) -> Callable[[int, float], None]:
+        """`observe` for one API, with each status's labelled metrics looked up once."""
+        children: dict[int, tuple[Any, Any]] = {}
+
+        def observe(status: int, seconds: float) -> None:
+            pair = children.get(status)
+            if pair is None:
+                code = str(status)
+                labels = (self.service, api, code)
+                pair = children[status] = (self.requests.labels(*labels), self.latency.labels(*labels))
+            pair[0].inc()
+            pair[1].observe(seconds)
+
+        return observe
 
     def render(self) -> bytes:
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
