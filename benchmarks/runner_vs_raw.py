@@ -11,7 +11,10 @@ alike. Each turn is a closed loop: `concurrency` tasks each send the next reques
 answer arrives; after a short warm-up, completed requests and their latencies are counted.
 
 - runner: `runner.digits_onnx.async_run(x)` (validation against the cached config, request
-  building, the result wrapped as an InferResult);
+  building, the result wrapped as an InferResult), with the runner's defaults: digits_onnx has
+  dynamic batching, so concurrent calls are coalesced into batched requests (micro-batching);
+- runner_unbatched: the same with `micro_batching=False`, one request per call as raw sends
+  (the per-call cost of the runner's code against tritonclient's);
 - raw: tritonclient.grpc.aio.InferenceServerClient.infer("digits_onnx", [InferInput]), an
   InferInput built per call as tritonclient's examples do.
 
@@ -43,7 +46,7 @@ from runnerkit.triton import Runner
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODEL = "digits_onnx"
-SIDES = ("runner", "raw")
+SIDES = ("runner", "raw", "runner_unbatched")
 TARGET_RATIO = 0.95
 
 Call = Callable[[], Awaitable[np.ndarray]]
@@ -124,26 +127,37 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     load_before = os.getloadavg()
     async with Runner("bench", model_repository=args.model_repository, tritonserver_type="grpc") as runner:
         raw_client = grpcclient_aio.InferenceServerClient(runner.addresses["grpc"])
+        unbatched = Runner("bench_unbatched", url=runner.addresses["grpc"], micro_batching=False)
+        await unbatched.start()
         model = getattr(runner, MODEL)
+        unbatched_model = getattr(unbatched, MODEL)
         try:
 
             async def runner_call() -> np.ndarray:
                 return (await model.async_run(x)).as_numpy("logits")
+
+            async def unbatched_call() -> np.ndarray:
+                return (await unbatched_model.async_run(x)).as_numpy("logits")
 
             async def raw_call() -> np.ndarray:
                 infer_input = grpcclient.InferInput("input", [1, 64], "FP32")
                 infer_input.set_data_from_numpy(x)
                 return (await raw_client.infer(MODEL, [infer_input])).as_numpy("logits")
 
-            calls: dict[str, Call] = {"runner": runner_call, "raw": raw_call}
+            calls: dict[str, Call] = {
+                "runner": runner_call,
+                "raw": raw_call,
+                "runner_unbatched": unbatched_call,
+            }
             answers = {side: await call() for side, call in calls.items()}
-            if not np.array_equal(answers["runner"], answers["raw"]):
-                raise SystemExit(f"the two sides disagree: {answers}")
+            if any(not np.array_equal(answer, answers["raw"]) for answer in answers.values()):
+                raise SystemExit(f"the sides disagree: {answers}")
 
             turns: list[Turn] = []
             for concurrency in args.concurrency:
                 for round_ in range(args.rounds):
-                    order = SIDES if round_ % 2 == 0 else SIDES[::-1]
+                    shift = round_ % len(SIDES)  # each side first in turn
+                    order = SIDES[shift:] + SIDES[:shift]
                     for side in order:
                         loop = await closed_loop(calls[side], concurrency, args.warmup, args.duration)
                         turns.append(
@@ -161,6 +175,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                         )
         finally:
             await raw_client.close()
+            await unbatched.stop()
     load_after = os.getloadavg()
 
     results = []
@@ -169,6 +184,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         for side in SIDES:
             row[side] = summarize([t for t in turns if t.side == side and t.concurrency == concurrency])
         row["ratio"] = row["runner"]["rps"] / row["raw"]["rps"] if row["raw"]["rps"] else None
+        unbatched_rps = row["runner_unbatched"]["rps"]
+        row["ratio_unbatched"] = unbatched_rps / row["raw"]["rps"] if row["raw"]["rps"] else None
         per_round = [
             runner_turn.rps / raw_turn.rps
             for runner_turn, raw_turn in zip(
@@ -217,9 +234,10 @@ def report(data: dict[str, Any]) -> str:
         median = "n/a" if row["ratio_median"] is None else f"{row['ratio_median']:.3f}"
         verdict = "" if row["ratio"] is None else (" (meets" if row["ratio"] >= TARGET_RATIO else " (below")
         verdict += f" the {TARGET_RATIO} target)" if verdict else ""
+        unbatched = "n/a" if row["ratio_unbatched"] is None else f"{row['ratio_unbatched']:.3f}"
         lines.append(
             f"concurrency {row['concurrency']}: runner/raw throughput = {ratio}{verdict}; "
-            f"median of per-round ratios {median}"
+            f"median of per-round ratios {median}; without micro-batching {unbatched}"
         )
     cpus = data["cpu_count"] or 1
     busy = max(data["load_average_before"], data["load_average_after"]) > cpus / 2
