@@ -267,7 +267,9 @@ class RunnerDirect(System):
 
     def describe(self) -> str:
         return (
-            f"`await runner.{MODEL}.async_run(x)` in a loop (a Runner attached to the same server), no HTTP"
+            f"`await runner.{MODEL}.async_run(x)` in a loop (a Runner attached to the same server), no HTTP; "
+            f"{MODEL} has dynamic batching, so the runner coalesces concurrent calls into batched "
+            "requests (micro-batching, its default for such models)"
         )
 
     def classify(self, samples: Sequence[Sample]) -> list[int]:

@@ -5,13 +5,19 @@ and in the server (parsing, scheduling, the backend's execute; for the python ba
 round trip to the stub as well) that does not grow with the rows it carries. Under concurrency
 the runner sends what callers have queued as one request and splits the answer back per caller.
 
-Per model, version and event loop: while fewer than `max_inflight` requests are in flight a call
-goes straight out (no added latency at low load). Beyond that, calls wait; when a request in
-flight returns, the oldest waiting call goes out together with every waiting call it can be
-merged with, in arrival order, up to `max_batch_size` rows. Calls merge when they give the same
-inputs with the same dtypes and non-batch dimensions and ask for the same outputs; calls with
-per-call options (request_id, sequence, priority, timeout, parameters) never merge. When the
-waiting calls hold a full batch, it goes out at once, so waiting is bounded by one round trip.
+Per model, version and event loop: with nothing in flight a call goes straight out (no added
+latency at low load). Otherwise it waits: once the event loop has run the work that is ready
+(so calls made together, such as those of HTTP requests that arrived together, wait together)
+and while fewer than `max_inflight` requests are in flight, the oldest waiting call goes out with
+every waiting call it can be merged with, in arrival order, up to `max_batch_size` rows; when a
+request in flight returns, the same happens. Calls merge when they give the same inputs with the
+same dtypes and non-batch dimensions and ask for the same outputs; calls with per-call options
+(request_id, sequence, priority, timeout, parameters) never merge. When the waiting calls hold a
+full batch it goes out at once, so no call waits for more than the requests in flight.
+
+Each caller gets its own rows (`CoalescedInferResult`); an error of a coalesced request reaches
+every caller in it, and a caller cancelled while its request is in flight leaves the others
+their answers.
 """
 
 from __future__ import annotations
