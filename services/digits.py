@@ -24,6 +24,8 @@ MODEL_REPOSITORY = ROOT / "model_repository"
 SAMPLE_IMAGE = ROOT / "samples" / "digit_3.png"
 
 # Explicit model control (every model loaded at start) lets the management APIs load and unload.
+# digits_onnx and digits_torchscript enable dynamic batching, so the runner coalesces concurrent
+# calls to them into batched requests (micro-batching; see runnerkit.triton.MicroBatching).
 triton_runner = runnerkit.triton.Runner(
     "triton_runner",
     model_repository=MODEL_REPOSITORY,
