@@ -5,8 +5,9 @@
 
 One tritonserver on the example repository (launched here, as `runnerkit serve` does) serves
 both sides:
-- service: `runnerkit serve services/digits.py:svc` attached to it; clients POST
-  samples/digit_3.png to /classify (decode, preprocess, digits_onnx, postprocess, JSON);
+- service: `runnerkit serve services/digits.py:svc --production --workers N --no-access-log`
+  (N = --workers, default 1) attached to it; clients POST samples/digit_3.png to /classify
+  (decode, preprocess, digits_onnx, postprocess, JSON);
 - triton: clients call digits_onnx with tritonclient.grpc.aio, sending the tensor the service's
   own `preprocess` makes of the same image (the limit the service can approach).
 Each side's load comes from a separate process (`--loadgen`) of closed-loop asyncio clients
@@ -169,7 +170,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     runner.start_sync()
     try:
         env = dict(os.environ) | {ENV_SUPERVISED_ADDRESSES: json.dumps({runner.name: dict(runner.addresses)})}
-        with ServeProcess("services/digits.py:svc", cwd=REPO_ROOT, env=env) as served:
+        serve_args = ["--production", "--workers", str(args.workers), "--no-access-log"]
+        serve_args += ["--host", "127.0.0.1"]
+        with ServeProcess("services/digits.py:svc", *serve_args, cwd=REPO_ROOT, env=env) as served:
             service = run_loadgen("http", f"{served.url}/classify", args)
         triton = run_loadgen("grpc", runner.addresses["grpc"], args, tensor_path)
     finally:
@@ -181,6 +184,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "throughput_ratio": service["rps"] / triton["rps"] if triton["rps"] else 0.0,
         "p50_ratio": service["p50_ms"] / triton["p50_ms"] if triton["p50_ms"] else 0.0,
         "cpus": os.cpu_count(),
+        "workers": args.workers,
     }
 
 
@@ -196,7 +200,8 @@ def report(results: dict[str, Any]) -> str:
     concurrency = results["service"]["concurrency"]
     rows.append(
         f"service / Triton: throughput {results['throughput_ratio']:.2f}x, p50 latency "
-        f"{results['p50_ratio']:.2f}x (concurrency {concurrency}, {results['cpus']} CPUs)"
+        f"{results['p50_ratio']:.2f}x (concurrency {concurrency}, {results['workers']} API worker(s), "
+        f"{results['cpus']} CPUs)"
     )
     return "\n".join(rows)
 
@@ -207,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="a short run that only shows it works")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=1, help="the service's API workers (default 1)")
     parser.add_argument("--duration", type=float, default=None, help="measured seconds per side (default 20)")
     parser.add_argument("--warmup", type=float, default=None, help="unmeasured seconds first (default 3)")
     parser.add_argument("--json", type=Path, help="also write the results here")
