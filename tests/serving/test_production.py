@@ -83,10 +83,11 @@ def _api_count(text: str, api: str) -> float:
 
 
 def _triton_count(text: str, model: str) -> float:
+    # Inferences (rows), not requests: the runner may coalesce concurrent calls into one request.
     return sum(
         s.value
         for family in text_string_to_metric_families(text)
-        if family.name == "nv_inference_request_success"
+        if family.name == "nv_inference_count"
         for s in family.samples
         if s.labels.get("model") == model
     )
