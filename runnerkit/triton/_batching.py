@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import copy
-import logging
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -37,8 +36,6 @@ from runnerkit.triton._client import DEFAULT_OPTIONS, TritonClient
 from runnerkit.triton._model_config import ModelSpec
 from runnerkit.triton._result import CoalescedInferResult, InferResult, SharedOutputs
 from runnerkit.triton._validation import PreparedInput
-
-logger = logging.getLogger("runnerkit.triton")
 
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:

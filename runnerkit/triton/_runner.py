@@ -506,6 +506,13 @@ class Runner:
     ) -> MicroBatcher | None:
         settings = settings_for(self.micro_batching, validator.spec)
         batcher = None
+        asked = self.micro_batching.get(model) if isinstance(self.micro_batching, Mapping) else None
+        if settings is None and asked not in (None, False):
+            logger.warning(
+                "runner %r: micro_batching for model %r is ignored: it needs a batch dimension "
+                "(max_batch_size > 0) and no ragged inputs",
+                self.name, model,
+            )  # fmt: skip
         if settings is not None:
             batcher = MicroBatcher(client, model, version, settings, validator.spec.max_batch_size)
         self._batchers[(client, model, version)] = batcher

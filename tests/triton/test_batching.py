@@ -79,6 +79,29 @@ class TritonPythonModel:
         return responses
 """
 
+# No batch dimension: nothing to coalesce along.
+PLAIN_CONFIG = """
+name: "plain"
+backend: "python"
+max_batch_size: 0
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 2 ] } ]
+"""
+
+PLAIN_MODEL = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                output_tensors=[pb_utils.Tensor("y", pb_utils.get_input_tensor_by_name(r, "x").as_numpy())]
+            )
+            for r in requests
+        ]
+"""
+
 WAIT = 30.0  # bound of every poll below
 
 
@@ -93,6 +116,9 @@ def probe_repository(tmp_path_factory: pytest.TempPathFactory, release_dir: Path
     (root / "probe" / "1").mkdir(parents=True)
     (root / "probe" / "config.pbtxt").write_text(PROBE_CONFIG)
     (root / "probe" / "1" / "model.py").write_text(PROBE_MODEL.format(release_dir=str(release_dir)))
+    (root / "plain" / "1").mkdir(parents=True)
+    (root / "plain" / "config.pbtxt").write_text(PLAIN_CONFIG)
+    (root / "plain" / "1" / "model.py").write_text(PLAIN_MODEL)
     return root
 
 
@@ -409,6 +435,27 @@ def test_micro_batching_off_sends_every_call_alone(aio: AsyncLoop, probe_grpc_ru
         results = aio.run(many())
     assert all(int(r.as_numpy("batch")[0, 0]) == 1 for r in results)
     assert not any(isinstance(r, CoalescedInferResult) for r in results)
+
+
+def test_asking_to_micro_batch_a_model_without_batches_is_a_warning(
+    aio: AsyncLoop, probe_grpc_runner: Runner, caplog: pytest.LogCaptureFixture
+) -> None:
+    asked = {"plain": True, "probe": False}
+    with Runner("probe_asked", url=probe_grpc_runner.addresses["grpc"], micro_batching=asked) as runner:
+
+        async def many() -> list[InferResult]:
+            x = np.array([1.0, 2.0], dtype=np.float32)
+            return await asyncio.gather(*(runner.plain.async_run(x * i) for i in range(4)))
+
+        with caplog.at_level("WARNING", logger="runnerkit.triton"):
+            results = aio.run(many())
+        decided = dict(runner._batchers)
+    for i, result in enumerate(results):
+        np.testing.assert_array_equal(result.as_numpy("y"), [i, 2 * i])
+    warnings = [r.getMessage() for r in caplog.records if "micro_batching" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "'plain'" in warnings[0] and "max_batch_size > 0" in warnings[0]
+    assert decided and all(batcher is None for batcher in decided.values())  # calls went out alone
 
 
 def spec(text: str) -> ModelSpec:
