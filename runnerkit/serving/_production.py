@@ -38,6 +38,7 @@ from runnerkit.serving._options import triton_arguments
 from runnerkit.serving._supervisor import TritonSupervisor
 from runnerkit.serving._target import ServiceTarget
 from runnerkit.serving._worker import ENV_WORKER_TARGET
+from runnerkit.triton._batching import ENV_API_WORKERS
 from runnerkit.triton._runner import ENV_SUPERVISED_ADDRESSES
 
 logger = logging.getLogger("runnerkit.serve")
@@ -109,6 +110,7 @@ def serve_production(target: ServiceTarget, settings: ProductionSettings) -> int
             ENV_SUPERVISED_ADDRESSES: json.dumps(existing | addresses),
             ENV_PROMETHEUS_DIR: metrics_dir,
             ENV_SUPERVISOR_PID: str(os.getpid()),
+            ENV_API_WORKERS: str(settings.workers),
             ENV_WORKER_TARGET: json.dumps(
                 {"import_string": target.import_string, "app_dir": str(target.app_dir)}
             ),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import copy
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -43,16 +44,33 @@ def _positive(instance: Any, attribute: attrs.Attribute[Any], value: int | None)
         raise ValueError(f"MicroBatching({attribute.name}=...) must be a whole number >= 1, got {value!r}")
 
 
+# Set by `runnerkit serve --production` for its API workers: how many there are.
+ENV_API_WORKERS = "RUNNERKIT_API_WORKERS"
+# Requests in flight per model that a whole service aims at by default: one keeps Triton busy,
+# the second hides the round trip while the first comes back.
+_SERVICE_INFLIGHT = 2
+
+
+def default_max_inflight() -> int:
+    """2 in a process of its own; 1 in each of several API workers (about 2 for the service)."""
+    raw = os.environ.get(ENV_API_WORKERS, "").strip()
+    workers = int(raw) if raw.isdigit() and int(raw) > 0 else 1
+    return max(1, _SERVICE_INFLIGHT // workers)
+
+
 @attrs.frozen
 class MicroBatching:
     """How a runner coalesces concurrent calls to one model (see the module's description).
 
     `max_inflight`: requests per model (and version, and event loop) in flight before calls wait
-    to be coalesced; more overlaps Triton's work with the client's, fewer makes larger batches.
+    to be coalesced; more overlaps Triton's work with the client's, fewer makes larger batches
+    (fewer requests for Triton and the client to handle). Default: 2, or 1 in each API worker
+    when `runnerkit serve --production` runs several (which share one tritonserver: each request
+    costs its CPU, and more in flight from more workers would only make the batches smaller).
     `max_batch_size`: rows per coalesced request (default: the model's `max_batch_size`).
     """
 
-    max_inflight: int = attrs.field(default=2, validator=_positive)
+    max_inflight: int | None = attrs.field(default=None, validator=_positive)
     max_batch_size: int | None = attrs.field(default=None, validator=_positive)
 
 
@@ -131,7 +149,7 @@ class MicroBatcher:
         self.client = client
         self.model = model
         self.version = version
-        self.max_inflight = settings.max_inflight
+        self.max_inflight = settings.max_inflight or default_max_inflight()
         self.max_rows = min(settings.max_batch_size or model_max_batch_size, model_max_batch_size)
         self.inflight = 0
         self._waiting: collections.deque[_Waiting] = collections.deque()

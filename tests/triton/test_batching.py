@@ -21,7 +21,7 @@ from tritonclient.grpc import service_pb2
 
 from runnerkit.exceptions import TritonError
 from runnerkit.triton import InferResult, MicroBatching, ModelSpec, Runner
-from runnerkit.triton._batching import MicroBatcher, settings_for
+from runnerkit.triton._batching import ENV_API_WORKERS, MicroBatcher, default_max_inflight, settings_for
 from runnerkit.triton._result import CoalescedInferResult
 from tests.conftest import AsyncLoop
 from tests.triton.conftest import inference_counts
@@ -485,6 +485,20 @@ UNBATCHED = 'name: "m" max_batch_size: 0 input [ { name: "x" data_type: TYPE_FP3
 )
 def test_which_models_are_micro_batched(option: Any, config: str, expected: MicroBatching | None) -> None:
     assert settings_for(option, spec(config)) == expected
+
+
+@pytest.mark.parametrize(
+    ("api_workers", "expected"), [(None, 2), ("1", 2), ("2", 1), ("8", 1), ("none", 2), ("0", 2)]
+)
+def test_default_requests_in_flight_follow_the_api_workers(
+    monkeypatch: pytest.MonkeyPatch, api_workers: str | None, expected: int
+) -> None:
+    # Several production API workers share one tritonserver: each keeps one request in flight.
+    if api_workers is None:
+        monkeypatch.delenv(ENV_API_WORKERS, raising=False)
+    else:
+        monkeypatch.setenv(ENV_API_WORKERS, api_workers)
+    assert default_max_inflight() == expected
 
 
 @pytest.mark.parametrize("bad", [{"max_inflight": 0}, {"max_batch_size": -1}, {"max_inflight": 1.5}])
