@@ -31,7 +31,6 @@ from typing import TextIO
 import pytest
 
 from runnerkit.containers._base_image import (
-    CPU_STANDIN_IMAGE,
     CpuBaseImage,
     ensure_cpu_base_image,
     ensure_debian_base_image,
@@ -98,40 +97,40 @@ def podman_engine() -> PodmanEngine:
     return engine
 
 
+def _built_once(
+    engine: PodmanEngine,
+    pytestconfig: pytest.Config,
+    tag: str,
+    build: Callable[..., str],
+    log_name: str,
+) -> str:
+    """`tag` if the engine has it, else built by `build` (root only), its log kept as an artifact."""
+    if engine.image_exists(tag):
+        return tag
+    if not _is_root():
+        pytest.skip(f"{tag} is missing and building it needs root (debootstrap)")
+    with open(_artifacts_dir(pytestconfig) / log_name, "w") as log:
+        return build(engine, spec=CpuBaseImage(), on_log=_timestamped(log), timeout=BASE_IMAGE_TIMEOUT_S)
+
+
 @pytest.fixture(scope="session")
 def cpu_base_image(podman_engine: PodmanEngine, pytestconfig: pytest.Config) -> str:
     """The CPU stand-in for ``nvcr.io/nvidia/tritonserver:<yy.mm>-py3`` (built once, cached)."""
-    spec = CpuBaseImage()
-    if podman_engine.image_exists(spec.tag):
-        return spec.tag
-    if not _is_root():
-        pytest.skip(f"{CPU_STANDIN_IMAGE} is missing and building it needs root (debootstrap)")
-    log_path = _artifacts_dir(pytestconfig) / "base-image-build.log"
-    with open(log_path, "w") as log:
-        return ensure_cpu_base_image(
-            podman_engine,
-            spec=spec,
-            on_log=_timestamped(log),
-            timeout=BASE_IMAGE_TIMEOUT_S,
-        )
+    return _built_once(
+        podman_engine, pytestconfig, CpuBaseImage().tag, ensure_cpu_base_image, "base-image-build.log"
+    )
 
 
 @pytest.fixture(scope="session")
 def debian_base_image(podman_engine: PodmanEngine, pytestconfig: pytest.Config) -> str:
     """Plain Debian bookworm minbase (``/bin/sh``, apt; no Python): for small test builds."""
-    spec = CpuBaseImage()
-    if podman_engine.image_exists(spec.os_tag):
-        return spec.os_tag
-    if not _is_root():
-        pytest.skip(f"{spec.os_tag} is missing and building it needs root (debootstrap)")
-    log_path = _artifacts_dir(pytestconfig) / "debian-base-image-build.log"
-    with open(log_path, "w") as log:
-        return ensure_debian_base_image(
-            podman_engine,
-            spec=spec,
-            on_log=_timestamped(log),
-            timeout=BASE_IMAGE_TIMEOUT_S,
-        )
+    return _built_once(
+        podman_engine,
+        pytestconfig,
+        CpuBaseImage().os_tag,
+        ensure_debian_base_image,
+        "debian-base-image-build.log",
+    )
 
 
 @pytest.fixture(scope="session")
