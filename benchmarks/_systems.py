@@ -39,6 +39,7 @@ from runnerkit.triton._server import LOOPBACK, ServerAddresses, TritonServerProc
 from runnerkit.triton._server_binary import TritonServerBinary
 
 READY_TIMEOUT = 240.0
+CLASSIFY_RETRY_SECONDS = 60.0
 STOP_GRACE = 30.0
 
 
@@ -366,13 +367,20 @@ class HttpService(System):
 
     def classify(self, samples: Sequence[Sample]) -> list[int]:
         labels = []
+        # A server may answer /readyz before every one of its workers serves (BentoML's second
+        # API worker did): server errors are retried until this deadline, then raised.
+        deadline = time.monotonic() + CLASSIFY_RETRY_SECONDS
         with httpx.Client(timeout=30) as client:
             for sample in samples:
-                response = client.post(
-                    self.process.base_url + self.route,
-                    content=sample.png,
-                    headers={"Content-Type": "image/png"},
-                )
+                while True:
+                    response = client.post(
+                        self.process.base_url + self.route,
+                        content=sample.png,
+                        headers={"Content-Type": "image/png"},
+                    )
+                    if response.status_code < 500 or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.5)
                 response.raise_for_status()
                 labels.append(int(response.json()["label"]))
         return labels
