@@ -9,6 +9,7 @@ import signal
 
 import uvicorn
 
+from runnerkit.serving._http_protocol import HttpProtocol
 from runnerkit.serving._target import ServiceTarget
 from runnerkit.triton._runner import ENV_SUPERVISED_ADDRESSES
 
@@ -39,6 +40,7 @@ def serve_development(target: ServiceTarget, *, host: str, port: int, reload: bo
             app_dir=str(target.app_dir),
             log_level="info",
             lifespan="on",
+            http=HttpProtocol,
         )
     finally:
         for runner in owned:

@@ -33,6 +33,7 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors.multiprocess import Multiprocess
 
 from runnerkit.exceptions import RunnerkitError
+from runnerkit.serving._http_protocol import HttpProtocol
 from runnerkit.serving._logging import ENV_SUPERVISOR_PID, log_config
 from runnerkit.serving._options import triton_arguments
 from runnerkit.serving._supervisor import TritonSupervisor
@@ -135,6 +136,7 @@ def _run_workers(target: ServiceTarget, settings: ProductionSettings, sock: sock
         "use_colors": False,
         "access_log": settings.access_log,
         "lifespan": "on",
+        "http": HttpProtocol,
         "timeout_graceful_shutdown": math.ceil(settings.grace_period),
     }
     if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:  # uvicorn >= 0.37

@@ -13,6 +13,7 @@ import httpx
 import uvicorn
 
 from runnerkit.service._service import Service
+from runnerkit.serving._http_protocol import HttpProtocol
 from runnerkit.testing._wait import ServiceNotReadyError, wait_http
 
 DEFAULT_READY_TIMEOUT = 180.0
@@ -54,7 +55,7 @@ def serve_in_process(
     # Bound here and handed to uvicorn: no other process can take the port in between.
     sock.bind((LOOPBACK, 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(service, lifespan="on", log_level=log_level)
+    config = uvicorn.Config(service, lifespan="on", log_level=log_level, http=HttpProtocol)
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"runnerkit-{service.name}-server", daemon=True
