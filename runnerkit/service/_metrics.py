@@ -6,10 +6,26 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, values
 from prometheus_client.multiprocess import MultiProcessCollector
 
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+def use_cached_pid_in_multiprocess_metrics() -> None:
+    """Multiprocess metrics ask the kernel for the process id on every update (glibc no longer
+    caches getpid), three times per request; here they get a copy, renewed in a forked child.
+    Call it before the first metric value is made (a worker does, before importing the service)."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return
+    pid = os.getpid()
+
+    def renew() -> None:
+        nonlocal pid
+        pid = os.getpid()
+
+    os.register_at_fork(after_in_child=renew)
+    values.ValueClass = values.MultiProcessValue(process_identifier=lambda: pid)
 
 
 class ServiceMetrics:

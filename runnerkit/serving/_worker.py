@@ -18,6 +18,7 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
+from runnerkit.service._metrics import use_cached_pid_in_multiprocess_metrics
 from runnerkit.service._service import Service
 from runnerkit.serving._logging import ENV_SUPERVISOR_PID
 from runnerkit.serving._triton_metrics import triton_metrics
@@ -77,6 +78,7 @@ def _die_with_supervisor() -> None:
 
 def create_app() -> Any:
     _die_with_supervisor()
+    use_cached_pid_in_multiprocess_metrics()
     spec = json.loads(os.environ[ENV_WORKER_TARGET])
     module_name, _, attr = spec["import_string"].partition(":")
     if spec["app_dir"] not in sys.path:
