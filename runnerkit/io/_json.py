@@ -27,8 +27,12 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+# One encoder for every answer: json.dumps with options would build a new one per call.
+_ENCODER = json.JSONEncoder(default=_default, ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> bytes:
-    return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ":")).encode()
+    return _ENCODER.encode(value).encode()
 
 
 def loads(data: bytes, what: str) -> Any:
