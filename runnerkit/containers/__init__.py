@@ -27,14 +27,9 @@ from runnerkit.containers._base_image import (
     verify_cpu_base_image,
     write_identity_model_repository,
 )
-from runnerkit.containers._engines import (
-    ContainerEngine,
-    ContainerHandle,
-    DockerEngine,
-    LogCallback,
-    PodmanEngine,
-    RunResult,
-)
+from runnerkit.containers._docker import DockerEngine
+from runnerkit.containers._engine import ContainerEngine, ContainerHandle, LogCallback, RunResult
+from runnerkit.containers._podman import PodmanEngine
 from runnerkit.containers._podman_env import (
     PodmanConfigMode,
     PodmanSettings,

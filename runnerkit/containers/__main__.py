@@ -19,7 +19,9 @@ from runnerkit.containers._base_image import (
     ensure_cpu_base_image,
     verify_cpu_base_image,
 )
-from runnerkit.containers._engines import ContainerEngine, DockerEngine, PodmanEngine
+from runnerkit.containers._docker import DockerEngine
+from runnerkit.containers._engine import ContainerEngine
+from runnerkit.containers._podman import PodmanEngine
 from runnerkit.containers._podman_env import PodmanSettings, write_podman_config
 from runnerkit.containers.errors import ContainerError
 

@@ -65,14 +65,10 @@ from pathlib import Path
 
 import attrs
 
-from runnerkit.containers._engines import (
-    ContainerEngine,
-    LogCallback,
-    PodmanEngine,
-    _LineBuffer,
-    stream_process,
-)
+from runnerkit.containers._engine import ContainerEngine, LogCallback
+from runnerkit.containers._podman import PodmanEngine
 from runnerkit.containers._podman_env import default_state_dir
+from runnerkit.containers._streaming import LineBuffer, stream_process
 from runnerkit.containers.errors import ContainerError
 
 __all__ = [
@@ -225,7 +221,7 @@ def _file_lock(path: Path, timeout: float) -> Iterator[None]:
 
 
 def _run_logged(cmd: list[str], on_log: LogCallback | None, timeout: float, what: str) -> None:
-    sink = _LineBuffer(on_log, keep=40)
+    sink = LineBuffer(on_log, keep=40)
     code, timed_out = stream_process(cmd, sink, timeout)
     if timed_out:
         raise ContainerError(f"{what} ran past {timeout}s and was stopped:\n" + "\n".join(sink.tail))

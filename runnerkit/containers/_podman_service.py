@@ -29,7 +29,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from runnerkit.containers._engines import DockerEngine, PathLike, PodmanEngine
+from runnerkit.containers._docker import DockerEngine
+from runnerkit.containers._engine import PathLike
+from runnerkit.containers._podman import PodmanEngine
 from runnerkit.containers.errors import ContainerEngineUnavailableError, ContainerError
 
 __all__ = ["PodmanApiService", "ping_unix_socket"]

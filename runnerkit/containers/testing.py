@@ -35,7 +35,8 @@ from runnerkit.containers._base_image import (
     ensure_cpu_base_image,
     ensure_debian_base_image,
 )
-from runnerkit.containers._engines import DockerEngine, PodmanEngine
+from runnerkit.containers._docker import DockerEngine
+from runnerkit.containers._podman import PodmanEngine
 from runnerkit.containers._podman_service import PodmanApiService
 from runnerkit.containers.errors import ContainerEngineUnavailableError
 
