@@ -14,9 +14,9 @@ PUBLIC = {
     ],
     "runnerkit.io": ["File", "IODescriptor", "Image", "JSON", "Multipart", "NumpyNdarray", "Text"],
     "runnerkit.triton": [
-        "InferResult", "MicroBatching", "Model", "ModelSpec", "Runner", "S3ModelRepository",
-        "S3RepositoryError", "TensorSpec", "TritonServerBinary", "download_model_repository",
-        "locate_tritonserver", "upload_model_repository",
+        "InferResult", "MicroBatching", "Model", "ModelRepositoryError", "ModelSpec", "Runner",
+        "S3ModelRepository", "S3RepositoryError", "TensorSpec", "TritonServerBinary",
+        "download_model_repository", "locate_tritonserver", "upload_model_repository",
     ],
     "runnerkit.exceptions": [
         "BadRequestError", "InvalidInputError", "ModelNotFoundError", "PayloadTooLargeError",

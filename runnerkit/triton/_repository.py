@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -85,6 +85,49 @@ def read_local_model(folder: Path) -> RepositoryModel:
         )
     )
     return RepositoryModel(folder.name, spec, versions, folder, files)
+
+
+def loaded_versions(model: RepositoryModel) -> tuple[int, ...]:
+    """The versions of `model` that Triton loads under its version policy (the latest by default)."""
+    policy = model.spec.config.version_policy if model.spec is not None else None
+    choice = policy.WhichOneof("policy_choice") if policy is not None else None
+    if policy is None or choice is None:
+        return model.versions[-1:]
+    if choice == "all":
+        return model.versions
+    if choice == "specific":
+        wanted = set(policy.specific.versions)
+        return tuple(v for v in model.versions if v in wanted)
+    return model.versions[-max(1, policy.latest.num_versions) :]
+
+
+def missing_model_files(model: RepositoryModel) -> list[str]:
+    """The model files of a python-backend model that Triton would load but cannot find.
+
+    tritonserver 2.51 does not fail such a model: it logs the python stub's error and waits for
+    the model forever, so these are looked for before it is asked to load one."""
+    spec = model.spec
+    if spec is None or spec.required_backend != "python":
+        return []
+    filename = spec.config.default_model_filename or "model.py"
+    present = set(model.files)
+    return [f"{v}/{filename}" for v in loaded_versions(model) if f"{v}/{filename}" not in present]
+
+
+def check_model_files(models: Iterable[RepositoryModel], repository: str) -> None:
+    """ModelRepositoryError naming every model file Triton would wait for in vain."""
+    problems = [
+        f"{model.name!r} lacks {', '.join(missing)}"
+        for model in models
+        if (missing := missing_model_files(model))
+    ]
+    if problems:
+        raise ModelRepositoryError(
+            f"model repository {repository}: python-backend model {'; '.join(problems)}. The python "
+            "backend runs <model>/<version>/model.py (or the config's default_model_filename) for "
+            "every version it loads (the latest unless version_policy says otherwise); without it "
+            "tritonserver would wait for the model forever"
+        )
 
 
 def open_repository(location: str | os.PathLike[str]) -> ModelRepository:

@@ -29,7 +29,14 @@ from runnerkit.triton._fallback_backends import remote_fallback
 from runnerkit.triton._loop_thread import LoopThread
 from runnerkit.triton._model import Model
 from runnerkit.triton._model_config import ModelSpec
-from runnerkit.triton._repository import ModelRepository, RepositoryModel, open_repository
+from runnerkit.triton._repository import (
+    LocalModelRepository,
+    ModelRepository,
+    RepositoryModel,
+    check_model_files,
+    open_repository,
+    read_local_model,
+)
 from runnerkit.triton._server import OWNED_OPTIONS, ServerAddresses, TritonServerProcess
 from runnerkit.triton._server_binary import locate_tritonserver
 from runnerkit.triton._validation import InputValidator
@@ -93,6 +100,22 @@ def override_options(base: Iterable[str], overrides: Iterable[str]) -> tuple[lis
     keys = {_option_key(arg) for arg in overrides}
     replaced = [arg for arg in base if _option_key(arg) in keys]
     return [arg for arg in base if _option_key(arg) not in keys] + overrides, replaced
+
+
+def models_loaded_at_start(models: Iterable[str], arguments: Iterable[str]) -> list[str]:
+    """The models of `models` that a tritonserver started with `arguments` loads at start: all of
+    them, unless --model-control-mode=explicit names some with --load-model."""
+    mode = "none"
+    named: list[str] = []
+    for arg in arguments:
+        key, _, value = arg.lstrip("-").partition("=")
+        if key == "model-control-mode":
+            mode = value
+        elif key == "load-model":
+            named.append(value)
+    if mode != "explicit" or "*" in named:
+        return list(models)
+    return [name for name in models if name in named]
 
 
 class Runner:
@@ -250,6 +273,7 @@ class Runner:
             )  # fmt: skip
         repository = self.model_repository if self._repository is None else self._repository.uri
         models = self.repository_models if self._repository is not None else {}
+        check_model_files((models[name] for name in models_loaded_at_start(models, kept)), repository)
         fallback = plan_fallback(models, binary)
         if fallback and any(models[name].path is None for name in fallback):
             # A remote repository (S3) is served where it is, fallback models included.
@@ -573,8 +597,20 @@ class Runner:
         return await self._client_for_running_loop().call(method, *args, **kwargs)
 
     async def load_model(self, model_name: str, *args: Any, **kwargs: Any) -> None:
+        if self._repository is not None and not args and not kwargs:  # no config/files override
+            loop = asyncio.get_running_loop()
+            model = await loop.run_in_executor(None, self._repository_model_now, model_name)
+            if model is not None:
+                check_model_files([model], self._repository.uri)
         await self._call("load_model", model_name, *args, **kwargs)
         await self.refresh_models()
+
+    def _repository_model_now(self, name: str) -> RepositoryModel | None:
+        """The model folder as it is now (a local one is read again: it may have been fixed)."""
+        if isinstance(self._repository, LocalModelRepository):
+            folder = self._repository.path / name
+            return read_local_model(folder) if folder.is_dir() else None
+        return self.repository_models.get(name)
 
     async def unload_model(self, model_name: str, *args: Any, **kwargs: Any) -> None:
         await self._call("unload_model", model_name, *args, **kwargs)

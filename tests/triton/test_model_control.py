@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from runnerkit.exceptions import InvalidInputError, TritonError
-from runnerkit.triton import Runner
+from runnerkit.triton import ModelRepositoryError, Runner
 from runnerkit.triton._client import TritonClient
 from tests.conftest import SAMPLES, AsyncLoop
 from tests.triton.conftest import make_repository
@@ -170,3 +170,23 @@ def test_loading_a_model_the_repository_lacks_is_triton_error(aio: AsyncLoop, co
         aio.run(control.load_model("no_such_model"))
     assert caught.value.status in ("INTERNAL", "500")
     assert "no_such_model" in caught.value.message
+
+
+def test_loading_a_python_model_without_its_file_is_refused_before_triton_waits_for_it(
+    aio: AsyncLoop, control_grpc_runner: Runner, control_repository: Path
+) -> None:
+    model_file = control_repository / "echo" / "1" / "model.py"
+    aside = model_file.with_name("model.py.aside")
+    model_file.rename(aside)
+    try:
+        with pytest.raises(ModelRepositoryError, match=r"'echo' lacks 1/model\.py"):
+            aio.run(control_grpc_runner.load_model("echo"))
+    finally:
+        aside.rename(model_file)
+    assert not ready_states(aio, control_grpc_runner)["echo"]
+    # fixed on disk: the folder is read again, and the load goes through
+    aio.run(control_grpc_runner.load_model("echo"))
+    x = np.array([0.5, 4.0], dtype=np.float32)
+    np.testing.assert_array_equal(control_grpc_runner.echo.run(x).as_numpy("y"), x)
+    aio.run(control_grpc_runner.unload_model("echo"))
+    wait_until(aio, control_grpc_runner, lambda states: not states["echo"], "echo unloaded")
