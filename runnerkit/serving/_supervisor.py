@@ -34,8 +34,8 @@ class SupervisedServer:
         self.process: TritonServerProcess = runner.prepare_server(
             arguments, on_log_line=self.relay, log_lines=1000
         )
-        args = [*self.process.extra_args]
-        self.explicit = any(a.lstrip("-") == "model-control-mode=explicit" for a in args)
+        self.arguments = self.process.extra_args  # as first launched
+        self.explicit = any(a.lstrip("-") == "model-control-mode=explicit" for a in self.arguments)
         self.loaded: set[str] = set()  # models seen READY (explicit mode): loaded again after a restart
         self.restarts = 0
         self.up_since = 0.0
@@ -43,6 +43,15 @@ class SupervisedServer:
     @property
     def name(self) -> str:
         return self.runner.name
+
+    def restart_arguments(self) -> tuple[str, ...]:
+        """The options of a restart: in explicit mode, --load-model names the models that were
+        loaded (those loaded at run time too), so that the server, and so /readyz, is ready only
+        once they are loaded again."""
+        if not self.explicit or not self.loaded:
+            return self.arguments
+        kept = [a for a in self.arguments if a.lstrip("-").partition("=")[0] != "load-model"]
+        return (*kept, *(f"--load-model={model}" for model in sorted(self.loaded)))
 
     def addresses(self) -> dict[str, str]:
         assert self.process.addresses is not None
@@ -187,6 +196,10 @@ class TritonSupervisor:
             "%.1f s; requests fail with 503 meanwhile. Its last lines:\n%s",
             server.name, server.process.pid, code, delay, server.relay.recent(10),
         )  # fmt: skip
+        arguments = server.restart_arguments()
+        if arguments != server.arguments:
+            logger.info("runner %r: restarting with the models that were loaded: %s",
+                        server.name, ", ".join(sorted(server.loaded)))  # fmt: skip
         while True:
             if self._stopping.wait(delay):
                 return
@@ -194,13 +207,16 @@ class TritonSupervisor:
                 if self._stopping.is_set():
                     return
                 server.relay.clear()
-                server.process.restart()
+                server.process.restart(arguments)
             try:
                 server.process.wait_ready(server.runner.startup_timeout, relocate_on_conflict=False)
                 break
             except TritonStartError as exc:
                 if self._stopping.is_set():
                     return
+                # A model that no longer loads must not keep the server down: the next attempts
+                # start as first launched, and load the others afterwards.
+                arguments = server.arguments
                 delay = min(delay * 2, _MAX_BACKOFF)
                 logger.error(
                     "runner %r: tritonserver did not come back (%s); next attempt in %.1f s. "

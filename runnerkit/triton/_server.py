@@ -147,14 +147,17 @@ class TritonServerProcess:
         self.addresses = addresses
         return addresses
 
-    def restart(self) -> None:
-        """Launch again on the same ports once the process has ended (or kill it first).
+    def restart(self, extra_args: Sequence[str] | None = None) -> None:
+        """Launch again on the same ports once the process has ended (or kill it first), with
+        `extra_args` instead of the options it had when given.
 
         For a supervisor: its API workers' clients keep their addresses and reconnect. Wait with
         `wait_ready(..., relocate_on_conflict=False)` so that a taken port fails instead of moving.
         """
         if self.addresses is None:
             raise RuntimeError("restart() needs a server that was started before")
+        if extra_args is not None:
+            self.extra_args = tuple(extra_args)
         self.cleanup_after_exit()
         self._launch(self.addresses)
 
