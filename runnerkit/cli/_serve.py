@@ -68,7 +68,8 @@ def register(commands: Any) -> None:
         action="append",
         metavar="[RUNNER.]KEY=VALUE",
         help="a tritonserver option (repeatable): key=value or --key=value for every runner, "
-        "runner_name.key=value for one; e.g. model-control-mode=explicit, load-model=NAME",
+        "runner_name.key=value for one (it replaces the options for every runner with that key); "
+        "e.g. model-control-mode=explicit, load-model=NAME",
     )
     production.add_argument(
         "--no-access-log", action="store_true", default=None, help="no log line per request (access log)"

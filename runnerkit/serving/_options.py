@@ -78,13 +78,16 @@ class TritonOption:
 def triton_arguments(values: Iterable[str], runners: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """tritonserver arguments per runner name, from `--triton-options` values in their order.
 
+    A runner's own options (`runner.key=value`) replace the options for every runner with the
+    same key (`load-model=a` for all, `vision.load-model=*` for one: that one gets `*` only).
     Options runnerkit owns are dropped with a warning; a runner prefix naming no runner that
     launches a tritonserver is an error (before anything is launched).
     """
-    arguments: dict[str, list[str]] = {name: [] for name in runners}
+    everyone: list[TritonOption] = []
+    own: dict[str, list[TritonOption]] = {name: [] for name in runners}
     for text in values:
         option = TritonOption.parse(text)
-        if option.runner is not None and option.runner not in arguments:
+        if option.runner is not None and option.runner not in own:
             known = ", ".join(repr(n) for n in runners) or "none"
             raise TritonOptionsError(
                 f"--triton-options {text!r}: no runner named {option.runner!r} launches a "
@@ -94,6 +97,10 @@ def triton_arguments(values: Iterable[str], runners: Sequence[str]) -> dict[str,
         if reason is not None:
             logger.warning("ignoring --triton-options %r: %s", text, reason)
             continue
-        for name in [option.runner] if option.runner is not None else runners:
-            arguments[name].append(option.argument)
-    return {name: tuple(args) for name, args in arguments.items()}
+        (everyone if option.runner is None else own[option.runner]).append(option)
+    arguments: dict[str, tuple[str, ...]] = {}
+    for name in runners:
+        keys = {option.key for option in own[name]}
+        chosen = [option for option in everyone if option.key not in keys] + own[name]
+        arguments[name] = tuple(option.argument for option in chosen)
+    return arguments

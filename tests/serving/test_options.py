@@ -71,6 +71,23 @@ def test_options_for_every_runner_or_one(caplog: pytest.LogCaptureFixture) -> No
         triton_arguments(["audio.load-model=x"], ["vision", "text"])
 
 
+def test_a_runners_own_option_replaces_the_one_for_every_runner() -> None:
+    values = [
+        "vision.load-model=*",  # before or after the option for all: the runner's own wins
+        "model-control-mode=explicit",
+        "load-model=a",
+        "load-model=b",
+        "text.load-model=c",
+        "text.load-model=d",
+        "log-verbose=1",
+    ]
+    assert triton_arguments(values, ["vision", "text", "audio"]) == {
+        "vision": ("--model-control-mode=explicit", "--log-verbose=1", "--load-model=*"),
+        "text": ("--model-control-mode=explicit", "--log-verbose=1", "--load-model=c", "--load-model=d"),
+        "audio": ("--model-control-mode=explicit", "--load-model=a", "--load-model=b", "--log-verbose=1"),
+    }
+
+
 def test_deploy_time_options_replace_the_runners_own() -> None:
     runner_args = ["--model-control-mode=explicit", "--load-model=*", "--log-verbose=0"]
     merged, replaced = override_options(runner_args, ["--load-model=digits_onnx", "--load-model=other"])
