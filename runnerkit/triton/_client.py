@@ -34,7 +34,7 @@ _GRPC_OPTIONS = [
     # on the same ports, clients would keep failing long after it is back. Triton is local.
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.max_reconnect_backoff_ms", 250),
 ]
 
 
@@ -133,6 +133,9 @@ class TritonClient(abc.ABC):
                 raise translate_error(exc, self.url) from exc
             raise
 
+    async def is_server_ready(self) -> bool:
+        return bool(await self.call("is_server_ready"))
+
     @abc.abstractmethod
     async def close(self) -> None: ...
 
@@ -209,6 +212,15 @@ class GrpcClient(TritonClient):
         except grpc.aio.AioRpcError as exc:
             raise translate_error(exc, self.url) from exc
         return InferResult(grpcclient.InferResult(response), "grpc")
+
+    async def is_server_ready(self) -> bool:
+        # Over the inference channel, not the management client's: ready means inference calls
+        # connect too (after a tritonserver restart each channel reconnects on its own).
+        try:
+            response = await self._stub.ServerReady(service_pb2.ServerReadyRequest(), timeout=self.timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise translate_error(exc, self.url) from exc
+        return bool(response.ready)
 
     async def close(self) -> None:
         await self._channel.close()

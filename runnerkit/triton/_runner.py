@@ -369,7 +369,7 @@ class Runner:
         last_error: Exception | None = None
         while True:
             try:
-                if await client.call("is_server_ready"):
+                if await client.is_server_ready():
                     break
                 last_error = None
             except TritonError as exc:
@@ -632,7 +632,9 @@ class Runner:
         return bool(await self._call("is_server_live", *args, **kwargs))
 
     async def is_server_ready(self, *args: Any, **kwargs: Any) -> bool:
-        return bool(await self._call("is_server_ready", *args, **kwargs))
+        if args or kwargs:  # tritonclient's headers= / client_timeout=
+            return bool(await self._call("is_server_ready", *args, **kwargs))
+        return await self._client_for_running_loop().is_server_ready()
 
     async def infer(self, *args: Any, **kwargs: Any) -> Any:
         """tritonclient's own `infer` (InferInput objects), for callers who build requests."""
