@@ -111,9 +111,10 @@ def test_models_loaded_at_start_follow_the_model_control_options(
 def test_a_runner_refuses_to_start_on_a_python_model_without_its_file(tmp_path: Path) -> None:
     repository = make_repository(tmp_path / "models", "echo")
     python_model(repository, "broken", {1: False})
+    before = tritonserver_children()  # the session's servers, started by other tests
     with pytest.raises(ModelRepositoryError, match=r"'broken' lacks 1/model\.py"):
         Runner("broken", model_repository=repository).start_sync()
-    assert not tritonserver_children()  # refused before any tritonserver started
+    assert tritonserver_children() == before  # refused before any tritonserver started
 
     # not loaded at start in explicit mode: the runner starts; loading it is refused (test_model_control)
     runner = Runner(
@@ -126,9 +127,9 @@ def test_a_runner_refuses_to_start_on_a_python_model_without_its_file(tmp_path: 
     shutil.rmtree(repository)
 
 
-def tritonserver_children() -> list[int]:
+def tritonserver_children() -> set[int]:
     """tritonserver processes whose parent is this test process."""
-    found = []
+    found = set()
     for entry in Path("/proc").iterdir():
         try:
             ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
@@ -136,5 +137,5 @@ def tritonserver_children() -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
         if ppid == os.getpid() and b"tritonserver" in command:
-            found.append(int(entry.name))
+            found.add(int(entry.name))
     return found
