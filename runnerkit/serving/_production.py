@@ -21,7 +21,6 @@ import os
 import shutil
 import signal
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -32,6 +31,8 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors.multiprocess import Multiprocess
 
+from runnerkit._leftovers import owned_tempdir
+from runnerkit._leftovers import sweep as sweep_leftovers
 from runnerkit.exceptions import RunnerkitError
 from runnerkit.serving._http_protocol import HttpProtocol
 from runnerkit.serving._logging import ENV_SUPERVISOR_PID, log_config
@@ -99,7 +100,8 @@ def serve_production(target: ServiceTarget, settings: ProductionSettings) -> int
     arguments = triton_arguments(settings.triton_options, [r.name for r in owned])
     sock = _listen_socket(settings.host, settings.port)
     _configure_logging()
-    metrics_dir = tempfile.mkdtemp(prefix="runnerkit-metrics-")
+    sweep_leftovers()
+    metrics_dir = str(owned_tempdir("metrics"))
     supervisor = TritonSupervisor(owned, arguments)
     # Until uvicorn's supervisor takes SIGTERM over, it stops start-up as Ctrl-C does (cleaning up).
     previous = signal.signal(signal.SIGTERM, _interrupt)

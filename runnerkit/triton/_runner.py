@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -15,6 +14,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from runnerkit._leftovers import owned_tempdir
+from runnerkit._leftovers import sweep as sweep_leftovers
 from runnerkit._settings import env_flag
 from runnerkit.exceptions import (
     ModelNotFoundError,
@@ -261,6 +262,7 @@ class Runner:
         if self.model_repository is None:
             raise ValueError(f"runner {self.name!r} attaches to {self.url}; it has no server to launch")
         self._cleanup_server()
+        sweep_leftovers()  # of runnerkit processes that were killed: shadow repositories, shared memory
         binary = locate_tritonserver(self.tritonserver_path)
         arguments, replaced = override_options(self.cli_args, extra_args)
         if replaced:
@@ -279,7 +281,7 @@ class Runner:
             # A remote repository (S3) is served where it is, fallback models included.
             binary = remote_fallback(binary, models, fallback)
         elif fallback:
-            self._shadow_dir = Path(tempfile.mkdtemp(prefix=f"runnerkit-{self.name}-"))
+            self._shadow_dir = owned_tempdir(self.name)
             repository = str(build_shadow_repository(models, fallback, self._shadow_dir / "models"))
         self._server = TritonServerProcess(
             binary,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import attrs
 
+from runnerkit._leftovers import shared_memory_prefix
 from runnerkit.exceptions import TritonStartError
 from runnerkit.triton._server_binary import TritonServerBinary
 
@@ -112,7 +113,7 @@ class TritonServerProcess:
         self._on_log_line = on_log_line
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
-        self._shm_prefix = f"runnerkit_{os.getpid()}_{next(_counter)}_"
+        self._shm_prefix = shared_memory_prefix(next(_counter))
         self.addresses: ServerAddresses | None = None
 
     # -- launching ---------------------------------------------------------------------------

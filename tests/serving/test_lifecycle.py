@@ -265,15 +265,28 @@ def test_sigterm_during_start_up_stops_tritonserver_too(tmp_path: Path) -> None:
 
 
 def test_a_killed_supervisor_takes_its_workers_and_tritonserver_along(tmp_path: Path) -> None:
-    # Its private folders (metrics, shadow repository) cannot be removed by a process killed
-    # outright: keep them under tmp_path.
-    env = {"TMPDIR": str(tmp_path)}
+    # A process killed outright cannot remove its private folders (metrics, shadow repository):
+    # the next runnerkit process does. TMPDIR keeps this test's apart.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {"TMPDIR": str(temp)}
     with production_server(EXAMPLE, ["--workers", "2", *FAST], tmp_path / "serve.log", env) as server:
         server.wait_ready()
         tree = server.tree()
         [triton] = server.triton_pids()
         assert len(server.worker_pids()) == 2
+        left = sorted(p.name for p in temp.glob("runnerkit-*"))
+        assert [n.split(".pid")[0] for n in left] == ["runnerkit-metrics", "runnerkit-triton_runner"]
         os.kill(server.pid, signal.SIGKILL)
         # The workers and tritonserver get SIGTERM from the kernel when their parent dies.
         wait_until(lambda: not any(alive(p) for p in tree), 60, "every process to end")
         assert session_members({server.pid, triton}) == set()
+    assert sorted(p.name for p in temp.glob("runnerkit-*")) == left
+    # the next start sweeps what the killed one left, and only that
+    (temp / "runnerkit-other.pid1-keep").mkdir()  # pid 1 is alive: not an orphan
+    with production_server(EXAMPLE, ["--workers", "1", *FAST], tmp_path / "again.log", env) as again:
+        again.wait_ready()
+        names = {p.name for p in temp.iterdir()}
+        assert not names & set(left)
+        assert "runnerkit-other.pid1-keep" in names
+        assert "left by runnerkit processes that were killed" in again.log_path.read_text()
