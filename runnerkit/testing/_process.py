@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -31,7 +32,8 @@ class ServeProcess:
             httpx.post(served.url + "/classify", ...)
 
     `start()` waits until `/readyz` answers 200 (or `/livez`, with `wait_for="livez"`); the
-    output goes to a log file (`log_path`, `log_text()`). `stop()` sends SIGTERM (or the
+    output goes to a temporary log file (`log_path`, `log_text()`, still there after `stop()`,
+    removed when the object goes away or the block ends). `stop()` sends SIGTERM (or the
     signal given) and waits; `pid` is the serve process, whose children are its tritonservers
     and API worker.
     """
@@ -53,6 +55,8 @@ class ServeProcess:
         handle, name = tempfile.mkstemp(prefix="runnerkit-serve-", suffix=".log")
         os.close(handle)
         self.log_path = Path(name)
+        # Removed with this object (or at exit): readable after stop(), never left in /tmp.
+        self._remove_log = weakref.finalize(self, self.log_path.unlink, missing_ok=True)
 
     @property
     def url(self) -> str:
@@ -141,4 +145,4 @@ class ServeProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-        self.log_path.unlink(missing_ok=True)
+        self._remove_log()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -12,7 +14,7 @@ import pytest
 
 import runnerkit
 from runnerkit import io
-from runnerkit.testing import ServiceNotReadyError, serve_in_process, serve_in_process_async
+from runnerkit.testing import ServeProcess, ServiceNotReadyError, serve_in_process, serve_in_process_async
 from tests.service.stack import TINY_REPOSITORY
 
 
@@ -72,3 +74,19 @@ def test_a_runner_that_cannot_start_is_reported(tmp_path) -> None:
     with pytest.raises(ServiceNotReadyError, match=r"(?s)a runner failed to start.*cannot load"):
         with serve_in_process(svc, ready_timeout=120):
             pass
+
+
+def test_serve_process_logs_outlive_stop_and_leave_nothing_behind(tmp_path: Path) -> None:
+    (tmp_path / "plain.py").write_text("import runnerkit\nsvc = runnerkit.Service('plain')\n")
+    served = ServeProcess("plain.py:svc", cwd=tmp_path).start(timeout=120)
+    log = served.log_path
+    served.stop()
+    assert "serving 'plain'" in served.log_text()  # readable after stop()
+    del served
+    gc.collect()
+    assert not log.exists()
+
+    with ServeProcess("plain.py:svc", cwd=tmp_path) as served:
+        log = served.log_path
+        assert log.exists()
+    assert not log.exists()
