@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from runnerkit.exceptions import TritonStartError
 from runnerkit.serving._logging import TritonLogRelay
-from runnerkit.triton._runner import Runner
+from runnerkit.triton._runner import Runner, is_explicit, option_key
 from runnerkit.triton._server import LOOPBACK, TritonServerProcess
 
 logger = logging.getLogger("runnerkit.serve")
@@ -35,7 +35,7 @@ class SupervisedServer:
             arguments, on_log_line=self.relay, log_lines=1000
         )
         self.arguments = self.process.extra_args  # as first launched
-        self.explicit = any(a.lstrip("-") == "model-control-mode=explicit" for a in self.arguments)
+        self.explicit = is_explicit(self.arguments)
         self.loaded: set[str] = set()  # models seen READY (explicit mode): loaded again after a restart
         self.restarts = 0
         self.up_since = 0.0
@@ -50,7 +50,7 @@ class SupervisedServer:
         once they are loaded again."""
         if not self.explicit or not self.loaded:
             return self.arguments
-        kept = [a for a in self.arguments if a.lstrip("-").partition("=")[0] != "load-model"]
+        kept = [a for a in self.arguments if option_key(a) != "load-model"]
         return (*kept, *(f"--load-model={model}" for model in sorted(self.loaded)))
 
     def addresses(self) -> dict[str, str]:

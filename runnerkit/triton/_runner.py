@@ -65,8 +65,14 @@ def bundled_repository(name: str, given: str | os.PathLike[str]) -> str | os.Pat
     return given if bundled is None else str(bundled)
 
 
-def _option_key(arg: str) -> str:
+def option_key(arg: str) -> str:
+    """`--load-model=a` -> `load-model`."""
     return arg.lstrip("-").split("=", 1)[0]
+
+
+def option_values(arguments: Iterable[str], key: str) -> list[str]:
+    """The values given to option `key` (`--key=value` form), in order."""
+    return [arg.split("=", 1)[1] for arg in arguments if option_key(arg) == key and "=" in arg]
 
 
 def join_option_values(cli_args: Iterable[str]) -> tuple[str, ...]:
@@ -87,7 +93,7 @@ def split_owned_options(cli_args: Iterable[str]) -> tuple[list[str], list[str]]:
     kept: list[str] = []
     dropped: list[str] = []
     for arg in cli_args:
-        (dropped if _option_key(arg) in OWNED_OPTIONS else kept).append(arg)
+        (dropped if option_key(arg) in OWNED_OPTIONS else kept).append(arg)
     return kept, dropped
 
 
@@ -98,25 +104,24 @@ def override_options(base: Iterable[str], overrides: Iterable[str]) -> tuple[lis
     runner's `--load-model=*`, rather than adding to it.
     """
     overrides = list(overrides)
-    keys = {_option_key(arg) for arg in overrides}
-    replaced = [arg for arg in base if _option_key(arg) in keys]
-    return [arg for arg in base if _option_key(arg) not in keys] + overrides, replaced
+    keys = {option_key(arg) for arg in overrides}
+    replaced = [arg for arg in base if option_key(arg) in keys]
+    return [arg for arg in base if option_key(arg) not in keys] + overrides, replaced
 
 
 def models_loaded_at_start(models: Iterable[str], arguments: Iterable[str]) -> list[str]:
     """The models of `models` that a tritonserver started with `arguments` loads at start: all of
     them, unless --model-control-mode=explicit names some with --load-model."""
-    mode = "none"
-    named: list[str] = []
-    for arg in arguments:
-        key, _, value = arg.lstrip("-").partition("=")
-        if key == "model-control-mode":
-            mode = value
-        elif key == "load-model":
-            named.append(value)
-    if mode != "explicit" or "*" in named:
+    arguments = list(arguments)
+    named = option_values(arguments, "load-model")
+    if not is_explicit(arguments) or "*" in named:
         return list(models)
     return [name for name in models if name in named]
+
+
+def is_explicit(arguments: Iterable[str]) -> bool:
+    """Whether tritonserver runs in explicit model-control mode (its last --model-control-mode)."""
+    return option_values(arguments, "model-control-mode")[-1:] == ["explicit"]
 
 
 class Runner:
