@@ -25,6 +25,9 @@ from runnerkit.service._metrics import ServiceMetrics
 from runnerkit.service._service import API, Service
 
 _READY_CHECK_TIMEOUT = 2.0
+# How long a production worker waits to attach to its supervisor's tritonservers before it takes
+# requests anyway (they answer 503 until it has attached; /readyz says so).
+_SUPERVISED_ATTACH_WAIT = 10.0
 
 
 # An API's answer: a body and its media type (the output descriptor's own encoding), or a Response.
@@ -202,6 +205,7 @@ def build_app(service: Service) -> ServiceApp:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         service.begin_startup()
+        await service.settle_supervised(_SUPERVISED_ATTACH_WAIT)
         try:
             yield
         finally:

@@ -202,6 +202,15 @@ class Service:
         # The failure is logged and kept in startup_error; reading it here marks it handled.
         self._start_task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
+    async def settle_supervised(self, timeout: float) -> None:
+        """When every runner attaches to a tritonserver its supervisor already has ready
+        (production workers), wait up to `timeout` for that: a new or replacement worker then
+        takes requests attached, rather than answering 503 "starting" for its first moments."""
+        task = self._start_task
+        if task is None or not self.runners or not all(r.is_supervised for r in self.runners):
+            return
+        await asyncio.wait({task}, timeout=timeout)
+
     async def wait_ready(self, timeout: float | None = None) -> None:
         if self._start_task is None:
             raise RuntimeError("the service has not begun starting")

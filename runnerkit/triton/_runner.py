@@ -335,6 +335,12 @@ class Runner:
         """Whether start() launches a tritonserver (rather than attaching to one)."""
         return self._attach_addresses() is None
 
+    @property
+    def is_supervised(self) -> bool:
+        """Whether start() attaches to the tritonserver a `serve --production` supervisor launched
+        for this runner (and waited for) rather than launching one or following `url=`."""
+        return self.url is None and self._attach_addresses() is not None
+
     async def start(self) -> None:
         """Launch (or attach to) tritonserver, wait until it is ready, and learn its models."""
         if self._started:

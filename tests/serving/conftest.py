@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -120,6 +121,9 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str, inter
 # -- the server ------------------------------------------------------------------------------------
 
 
+_STARTED = re.compile(r"\[worker (\d+)\] uvicorn\.error: Application startup complete")
+
+
 class ProductionServer:
     """`runnerkit serve TARGET --production ...` in its own session, its log in a file."""
 
@@ -179,14 +183,28 @@ class ProductionServer:
             return False
 
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        """/readyz answers 200 and every API worker takes requests (one ready worker answers
+        /readyz while another may still be starting)."""
         deadline = time.monotonic() + timeout
-        while not self.ready():
+        while not (self.ready() and len(self.started_workers()) >= self.workers):
             if self.process.poll() is not None:
                 raise AssertionError(f"the server exited with {self.process.returncode}:\n{self.log()}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"the server was not ready within {timeout:.0f} s:\n{self.log()}")
             time.sleep(0.25)
         self.tree()
+
+    @property
+    def workers(self) -> int:
+        """The API workers asked for on the command line (1 unless --workers says otherwise)."""
+        args = self.command
+        return int(args[args.index("--workers") + 1]) if "--workers" in args else 1
+
+    def started_workers(self) -> set[int]:
+        """Live API workers whose application startup is complete (they accept connections)."""
+        text = self.log_path.read_text(errors="replace")
+        started = {int(pid) for pid in _STARTED.findall(text)}
+        return started & set(self.worker_pids())
 
     def terminate(self, timeout: float = 90.0) -> int:
         self.tree()

@@ -134,10 +134,22 @@ def test_a_dead_api_worker_is_replaced(server: ProductionServer, samples: Sequen
     wait_until(lambda: not alive(old[0]), 10, "the worker to die")
     wait_until(lambda: len(set(server.worker_pids()) - set(old)) == 1, 60, "a new worker")
     assert len(server.worker_pids()) == 2
-    wait_until(server.ready, 60, "/readyz")
+    [new] = set(server.worker_pids()) - set(old)
+    wait_until(lambda: new in server.started_workers(), 60, "the new worker to take requests")
     for sample in samples:
         response = classify(server.url, sample)
         assert response.status_code == 200 and response.json()["label"] == sample.label
+    for pid in server.worker_pids():
+        assert_attached_before_taking_requests(server.log_path.read_text(), pid)
+
+
+def assert_attached_before_taking_requests(log: str, worker: int) -> None:
+    """A worker attaches to the supervisor's tritonserver before uvicorn lets it take
+    requests: it never answers 503 "starting" while its supervisor's server is up."""
+    lines = [line for line in log.splitlines() if f"[worker {worker}]" in line]
+    attached = next(i for i, line in enumerate(lines) if "runner 'triton_runner' ready: Triton at" in line)
+    accepting = next(i for i, line in enumerate(lines) if "Application startup complete" in line)
+    assert attached < accepting, lines[: accepting + 2]
 
 
 def test_killed_tritonserver_is_restarted_while_requests_fail_fast(
